@@ -1,0 +1,89 @@
+"""Which CPUs were busy while the step waited for input: samples weighted by their overlap
+with the waiting intervals.
+
+A sample covers the interval since the previous one. Its weight is the fraction of that
+interval the training loop spent blocked in `next(iterator)`. Weighted means then describe the
+machine *while input was the holdup*, not on average.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipediag.modes.runner import ModeRun
+from pipediag.samples.readings import Sample
+
+
+@dataclass(frozen=True)
+class CpuWhileWaiting:
+    weight_s: float  # waiting time covered by samples
+    purity: float  # share of the weighted samples' time that was waiting: low = mixed with the step
+    busy_cores: float  # cores' worth of work, summed over cores (2.0 = two cores fully busy)
+    per_core_pct: tuple[float, ...]
+    process_pct: float  # this process; 100 = one core
+    iowait_pct: float | None
+    cores: int
+
+
+def waiting_intervals(run: ModeRun) -> list[tuple[int, int]]:
+    """Absolute [start, end) of each wait, rebuilt from consecutive step durations."""
+    t = run.start_ns
+    out = []
+    for wait, compute in zip(run.wait_ns, run.compute_ns):
+        if wait > 0:
+            out.append((t, t + wait))
+        t += wait + compute
+    return out
+
+
+def _overlap_ns(intervals: list[tuple[int, int]], lo: int, hi: int, start_index: int) -> tuple[int, int]:
+    total = 0
+    i = start_index
+    while i < len(intervals) and intervals[i][1] <= lo:
+        i += 1
+    j = i
+    while j < len(intervals) and intervals[j][0] < hi:
+        a, b = intervals[j]
+        total += max(0, min(b, hi) - max(a, lo))
+        j += 1
+    return total, i
+
+
+def cpu_while_waiting(run: ModeRun, samples: tuple[Sample, ...], interval_ns: int) -> CpuWhileWaiting | None:
+    """None when no sample overlaps a wait (too short a mode, or nothing waited).
+    `interval_ns` is the sampling period: the first sample covers that much time before it."""
+    intervals = waiting_intervals(run)
+    if not intervals or not samples:
+        return None
+    weights = []
+    cursor = 0
+    last = samples[0].time_ns - interval_ns
+    for s in samples:
+        overlap, cursor = _overlap_ns(intervals, last, s.time_ns, cursor)
+        weights.append(overlap)
+        last = s.time_ns
+    total = sum(weights)
+    if total <= 0:
+        return None
+    spans = []
+    last = samples[0].time_ns - interval_ns
+    for s in samples:
+        spans.append(s.time_ns - last)
+        last = s.time_ns
+    touched = sum(span for w, span in zip(weights, spans) if w > 0)
+    cores = len(samples[0].cpu.per_core_pct)
+    per_core = tuple(
+        sum(w * s.cpu.per_core_pct[k] for w, s in zip(weights, samples) if len(s.cpu.per_core_pct) > k) / total
+        for k in range(cores)
+    )
+    iowaits = [(w, s.cpu.iowait_pct) for w, s in zip(weights, samples) if s.cpu.iowait_pct is not None]
+    iowait = sum(w * v for w, v in iowaits) / sum(w for w, _ in iowaits) if iowaits and sum(w for w, _ in iowaits) else None
+    return CpuWhileWaiting(
+        weight_s=total / 1e9,
+        purity=total / touched if touched else 0.0,
+        busy_cores=sum(per_core) / 100.0,
+        per_core_pct=per_core,
+        process_pct=sum(w * s.cpu.process_pct for w, s in zip(weights, samples)) / total,
+        iowait_pct=iowait,
+        cores=cores,
+    )

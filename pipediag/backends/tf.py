@@ -1,0 +1,87 @@
+"""TensorFlow, imported once. Every pipediag module that needs TensorFlow gets it from here.
+
+Importing this module imports TensorFlow; a missing installation becomes a UsageError with the
+install command as its hint.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+
+from pipediag.errors import UsageError
+
+# TensorFlow's C++ INFO/WARNING lines would drown the report; errors still show.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+_LOG_LINE = re.compile(r"^([IWEF])\d{4} ")
+_HIDDEN_LEVELS = {"0": "", "1": "I", "2": "IW", "3": "IWE"}
+
+
+def _replay(text: str, hidden: str) -> None:
+    """Write back what TensorFlow printed while importing, minus the levels the user hid.
+
+    TensorFlow 2.21 logs through absl before its logging is set up, ignoring TF_CPP_MIN_LOG_LEVEL
+    (the oneDNN and CPU-feature INFO lines, an absl banner). Continuation lines follow their entry.
+    """
+    keep = True
+    for line in text.splitlines():
+        match = _LOG_LINE.match(line)
+        if match:
+            keep = match.group(1) not in hidden
+        elif line.startswith("WARNING: All log messages before absl::InitializeLog()"):
+            keep = "W" not in hidden
+            if not keep:
+                continue
+        if keep:
+            sys.stderr.write(line + "\n")
+
+
+def _import_tensorflow():
+    hidden = _HIDDEN_LEVELS.get(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0"), "IW")
+    if not hidden:
+        import tensorflow
+
+        return tensorflow
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            import tensorflow
+
+            tensorflow.config.list_physical_devices()  # device setup logs its lines now, not mid-report
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            _replay(captured.read().decode(errors="replace"), hidden)
+    return tensorflow
+
+
+try:
+    tf = _import_tensorflow()
+except ImportError as error:  # pragma: no cover - exercised only without TensorFlow
+    raise UsageError(
+        f"TensorFlow is not installed ({error})",
+        "pip install 'pipediag[cpu]' (or 'pipediag[gpu]' for the CUDA build)",
+    ) from error
+
+# Keras 3 is a separate package; tf.keras points at it (or at tf-keras under TF_USE_LEGACY_KERAS).
+keras = tf.keras
+
+__all__ = ["tf", "keras", "version", "is_cuda_build", "visible_gpus"]
+
+
+def version() -> str:
+    return tf.__version__
+
+
+def is_cuda_build() -> bool:
+    return bool(tf.test.is_built_with_cuda())
+
+
+def visible_gpus() -> list[str]:
+    return [d.name for d in tf.config.list_physical_devices("GPU")]

@@ -1,0 +1,346 @@
+"""The user's pipeline as a graph: read it, list its stages, cut it, edit it, and rebuild it.
+
+tf.data pipelines serialize to a GraphDef (`DatasetToGraphV2`) whose nodes are the
+transformations and whose function library holds the user's traced functions (named after the
+Python function: `__inference_Dataset_map_decode_example_20`). A GraphDef can be turned back into a
+Dataset in the same process (`DatasetFromGraph`), with `tf.py_function` callbacks, lookup tables
+and cache resources intact. Everything pipediag changes in a pipeline is an edit of this graph,
+never a guess at the user's code.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+
+from pipediag.backends.tf import tf
+from pipediag.builder.stages import FILE_READER_OPS, STAGE_KIND_BY_OP, Stage, function_label
+from pipediag.errors import PipediagError
+
+# The ops that make a function random (stateful random number generation).
+_RANDOM_OPS = {
+    "RandomUniform", "RandomUniformInt", "RandomStandardNormal", "TruncatedNormal", "RandomShuffle",
+    "Multinomial", "RandomGamma", "RandomPoisson", "RandomPoissonV2", "RandomCrop",
+    "ParameterizedTruncatedNormal", "StatefulUniform", "StatefulUniformInt", "StatefulUniformFullInt",
+    "StatefulStandardNormal", "StatefulStandardNormalV2", "StatefulTruncatedNormal",
+    "StatefulRandomBinomial", "RngSkip", "RngReadAndSkip", "SampleDistortedBoundingBox",
+    "SampleDistortedBoundingBoxV2", "RandomDataset", "ShuffleDataset", "ShuffleDatasetV2",
+    "ShuffleDatasetV3", "ShuffleAndRepeatDataset", "ShuffleAndRepeatDatasetV2",
+}
+_PY_OPS = {"EagerPyFunc", "PyFunc", "PyFuncStateless"}
+_WRITE_PREFIXES = ("Assign", "ResourceScatter", "ResourceApply", "ResourceSparseApply")
+_WRITE_OPS = {"LookupTableInsertV2", "LookupTableRemoveV2", "StackPushV2", "QueueEnqueueV2", "QueueEnqueueManyV2"}
+_SHUFFLE_KINDS = {"shuffle"}
+
+_EXTERNAL_STATE_IGNORE = 1  # serialize stateful ops as they are; we rebuild in this same process
+
+
+class GraphError(PipediagError):
+    """The pipeline's graph could not be read or rebuilt (a capture tf.data cannot serialize)."""
+
+
+def _input_name(ref: str) -> str:
+    """'node:1' -> 'node'; '^node' -> 'node'."""
+    return ref.lstrip("^").split(":")[0]
+
+
+class PipelineGraph:
+    """A mutable copy of a dataset's GraphDef, with the main chain from source to output."""
+
+    def __init__(self, graph_def, element_spec):
+        self.graph_def = graph_def
+        self.element_spec = element_spec
+        self._keep_alive: list[object] = []  # datasets whose resources the graph refers to
+        self._counter = 0
+        self._reindex()
+
+    # -- reading --------------------------------------------------------------------------
+    @classmethod
+    def from_dataset(cls, dataset) -> PipelineGraph:
+        try:
+            serialized = tf.raw_ops.DatasetToGraphV2(
+                input_dataset=dataset._variant_tensor,
+                external_state_policy=_EXTERNAL_STATE_IGNORE,
+                strip_device_assignment=False,  # stripping leaves py_function with a malformed device
+            )
+        except (tf.errors.OpError, ValueError, TypeError) as error:
+            raise GraphError(f"could not serialize the pipeline's graph: {error}") from error
+        graph_def = tf.compat.v1.GraphDef()
+        graph_def.ParseFromString(serialized.numpy())
+        graph = cls(graph_def, dataset.element_spec)
+        graph._keep_alive.append(dataset)
+        return graph
+
+    def copy(self) -> PipelineGraph:
+        other = PipelineGraph(copy.deepcopy(self.graph_def), self.element_spec)
+        other._keep_alive = list(self._keep_alive)
+        other._counter = self._counter
+        return other
+
+    def _reindex(self) -> None:
+        self.nodes = {n.name: n for n in self.graph_def.node}
+        self.functions = {f.signature.name: f for f in self.graph_def.library.function}
+        self._retval = next(n for n in self.graph_def.node if n.op == "_Retval")
+
+    @property
+    def output(self) -> str:
+        return _input_name(self._retval.input[0])
+
+    def chain(self) -> list[str]:
+        """Node names of the main chain, source first: each stage's first input, down to a source."""
+        names = []
+        name = self.output
+        while name in self.nodes:
+            names.append(name)
+            inputs = [i for i in self.nodes[name].input if not i.startswith("^")]
+            if not inputs or not self._is_dataset(_input_name(inputs[0])):
+                break
+            name = _input_name(inputs[0])
+        return names[::-1]
+
+    def _is_dataset(self, name: str) -> bool:
+        node = self.nodes.get(name)
+        return node is not None and node.op != "Const" and ("Dataset" in node.op or node.op in STAGE_KIND_BY_OP)
+
+    def data_inputs(self, name: str) -> list[str]:
+        return [i for i in self.nodes[name].input if not i.startswith("^")]
+
+    def const_value(self, ref: str):
+        node = self.nodes.get(_input_name(ref))
+        if node is None or node.op != "Const":
+            return None
+        if node.attr["value"].tensor.dtype in (tf.resource.as_datatype_enum, tf.variant.as_datatype_enum):
+            return None
+        proto = node.attr["value"].tensor
+        try:
+            return tf.make_ndarray(proto)
+        except (TypeError, ValueError):
+            pass
+        try:  # strings packed into tensor_content, which make_ndarray cannot read
+            return tf.io.parse_tensor(proto.SerializeToString(), out_type=tf.dtypes.as_dtype(proto.dtype)).numpy()
+        except (tf.errors.OpError, TypeError, ValueError):
+            return None
+
+    def function_ops(self, function_name: str) -> set[str]:
+        """Every op a function runs, nested functions (If/While branches, calls) included."""
+        seen: set[str] = set()
+        ops: set[str] = set()
+        todo = [function_name]
+        while todo:
+            fname = todo.pop()
+            if fname in seen or fname not in self.functions:
+                continue
+            seen.add(fname)
+            for node in self.functions[fname].node_def:
+                ops.add(node.op)
+                if node.op in self.functions:
+                    todo.append(node.op)
+                for attr in node.attr.values():
+                    if attr.HasField("func"):
+                        todo.append(attr.func.name)
+                    todo.extend(f.name for f in attr.list.func)
+        return ops
+
+    def node_functions(self, name: str) -> list[str]:
+        node = self.nodes[name]
+        names = []
+        for key in sorted(node.attr):
+            attr = node.attr[key]
+            if attr.HasField("func"):
+                names.append(attr.func.name)
+            names.extend(f.name for f in attr.list.func)
+        return names
+
+    def stages(self) -> list[Stage]:
+        return [self._stage(i, name) for i, name in enumerate(self.chain())]
+
+    def _stage(self, index: int, name: str) -> Stage:
+        node = self.nodes[name]
+        kind = STAGE_KIND_BY_OP.get(node.op, "other")
+        functions = self.node_functions(name)
+        ops: set[str] = {node.op}
+        for f in functions:
+            ops |= self.function_ops(f)
+        inputs = self.data_inputs(name)
+        parallelism = None
+        buffer_size = None
+        if kind in ("map", "interleave", "flat_map", "filter"):
+            parallelism = 1
+        elif node.op.startswith("ParallelMapDataset") or node.op.startswith("ParallelInterleaveDataset"):
+            parallelism = _as_int(self.const_value(inputs[-1]))
+        elif node.op in ("MapAndBatchDataset", "ExperimentalMapAndBatchDataset"):
+            parallelism = _as_int(self.const_value(inputs[-2]))
+        elif node.op == "LegacyParallelInterleaveDatasetV2":
+            parallelism = _as_int(self.const_value(inputs[-4]))  # cycle_length: all run in parallel
+        if kind in ("batch", "shuffle", "prefetch") and len(inputs) > 1:
+            buffer_size = _as_int(self.const_value(inputs[1]))
+        source_files = reader = None
+        if node.op in FILE_READER_OPS:
+            files = self.const_value(inputs[0])
+            source_files = None if files is None else int(files.size)
+            reader = node.op
+        elif kind in ("flat_map", "interleave", "parallel_interleave"):
+            readers = sorted(ops & FILE_READER_OPS)
+            if readers:
+                reader = readers[0]
+                source_files = self._file_count(inputs[0])
+                if kind == "flat_map" and functions and function_label(functions[0]) == "read_one_file":
+                    # TFRecordDataset(filenames) is built as from_tensor_slices(filenames).flat_map(read_one_file):
+                    # to the user it is one reader reading its files one after another.
+                    kind, functions = "source", []
+        return Stage(
+            index=index,
+            node=name,
+            op=node.op,
+            kind=kind,
+            function=function_label(functions[0]) if functions else None,
+            parallelism=parallelism,
+            is_random=bool(ops & _RANDOM_OPS) or any(_is_random_op(o) for o in ops),
+            has_py_function=bool(ops & _PY_OPS),
+            writes_state=any(o in _WRITE_OPS or o.startswith(_WRITE_PREFIXES) for o in ops),
+            source_files=source_files,
+            buffer_size=buffer_size,
+            reader=reader,
+        )
+
+    def _file_count(self, name: str) -> int | None:
+        """Number of file names a TensorSliceDataset of strings hands to a reader stage."""
+        node = self.nodes.get(_input_name(name))
+        if node is None or node.op != "TensorSliceDataset":
+            return None
+        value = self.const_value(self.data_inputs(node.name)[0])
+        if value is None or value.dtype.kind not in ("S", "O", "U") or value.ndim == 0:
+            return None
+        return int(value.shape[0])
+
+    # -- rebuilding -----------------------------------------------------------------------
+    def to_dataset(self):
+        """The pipeline as a Dataset again, with the original element structure."""
+        return self._build(self.graph_def, self.element_spec)
+
+    def cut(self, name: str):
+        """The pipeline up to and including `name`, as a Dataset of flat tensors."""
+        graph = self.copy()
+        graph._retval.input[0] = name
+        graph._gc()
+        return self._build(graph.graph_def, self.flat_spec(name))
+
+    def flat_spec(self, name: str):
+        node = self.nodes[name]
+        types = list(node.attr["output_types"].list.type)
+        shapes = list(node.attr["output_shapes"].list.shape)
+        specs = tuple(
+            tf.TensorSpec(tf.TensorShape(shape), tf.dtypes.as_dtype(dtype)) for dtype, shape in zip(types, shapes)
+        )
+        return specs[0] if len(specs) == 1 else specs
+
+    def _build(self, graph_def, spec):
+        try:
+            variant = tf.raw_ops.DatasetFromGraph(graph_def=graph_def.SerializeToString())
+            dataset = tf.data.experimental.from_variant(variant, structure=spec)
+        except (tf.errors.OpError, ValueError, TypeError) as error:
+            raise GraphError(f"could not rebuild the pipeline from its graph: {error}") from error
+        # Options set with with_options() live in the graph; the Python object must exist to keep
+        # resources (caches, tables) referenced by the graph alive while the dataset is used.
+        dataset._pipediag_keep_alive = list(self._keep_alive)
+        return dataset
+
+    # -- editing --------------------------------------------------------------------------
+    def fresh_name(self, prefix: str) -> str:
+        while True:
+            self._counter += 1
+            name = f"pipediag/{prefix}_{self._counter}"
+            if name not in self.nodes:
+                return name
+
+    def add_const(self, value, dtype) -> str:
+        name = self.fresh_name("Const")
+        tensor = tf.make_tensor_proto(value, dtype=dtype)
+        node = self.graph_def.node.add()
+        node.name = name
+        node.op = "Const"
+        node.attr["value"].tensor.CopyFrom(tensor)
+        node.attr["dtype"].type = tensor.dtype
+        self.nodes[name] = node
+        return name
+
+    def consumers(self, name: str) -> list[tuple[object, int]]:
+        return [
+            (node, i)
+            for node in self.graph_def.node
+            for i, ref in enumerate(node.input)
+            if not ref.startswith("^") and _input_name(ref) == name
+        ]
+
+    def splice_over(self, name: str, transform: Callable[[object], object], label: str) -> str:
+        """Put `transform(cut at name)` where `name` was: every consumer of `name` now reads the
+        transformed output. Returns the new node's name. Used to insert cache, prefetch, or any
+        transformation the tf.data Python API can express."""
+        base = self.cut(name)
+        changed = transform(base)
+        self._keep_alive.append(changed)
+        other = PipelineGraph.from_dataset(changed)
+        prefix = self.fresh_name(label)
+        renamed = {}
+        for node in other.graph_def.node:
+            if node.op == "_Retval":
+                continue
+            renamed[node.name] = f"{prefix}/{node.name}"
+        for node in other.graph_def.node:
+            if node.op == "_Retval":
+                continue
+            new = self.graph_def.node.add()
+            new.CopyFrom(node)
+            new.name = renamed[node.name]
+            del new.input[:]
+            for ref in node.input:
+                control = ref.startswith("^")
+                base_name = _input_name(ref)
+                suffix = ref.lstrip("^")[len(base_name) :]  # ":1" output index, if any
+                new.input.append(("^" if control else "") + renamed.get(base_name, base_name) + suffix)
+        for function in other.graph_def.library.function:
+            if function.signature.name not in self.functions:
+                self.graph_def.library.function.add().CopyFrom(function)
+        for gradient in other.graph_def.library.gradient:
+            self.graph_def.library.gradient.add().CopyFrom(gradient)
+        new_output = renamed[other.output]
+        for node, i in self.consumers(name):
+            if node.name.startswith(prefix + "/"):
+                continue
+            node.input[i] = new_output
+        self._reindex()
+        self._gc()
+        return new_output
+
+    def _gc(self) -> None:
+        """Drop the nodes the output no longer depends on."""
+        keep: set[str] = set()
+        todo = [self._retval.name]
+        by_name = {n.name: n for n in self.graph_def.node}
+        while todo:
+            name = todo.pop()
+            if name in keep or name not in by_name:
+                continue
+            keep.add(name)
+            todo.extend(_input_name(ref) for ref in by_name[name].input)
+        survivors = [n for n in self.graph_def.node if n.name in keep]
+        del self.graph_def.node[:]
+        self.graph_def.node.extend(survivors)
+        self._reindex()
+
+
+def _as_int(value) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_random_op(op: str) -> bool:
+    return op.startswith(("Random", "Stateful", "Rng")) and not op.startswith("StatefulPartitionedCall")
+
+
+def has_shuffle_after(stages: Iterable[Stage], index: int) -> bool:
+    return any(s.kind in _SHUFFLE_KINDS for s in stages if s.index > index)

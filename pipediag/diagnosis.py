@@ -1,0 +1,169 @@
+"""The result of a diagnosis: a frozen object with a JSON round trip (schema_version 1).
+
+It keeps the raw material (per-step timings, every sample) next to what was derived from it
+(per-mode summaries, verdict, fixes), so a saved run can be re-rendered or compared later.
+docs/json-schema.md documents the format.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipediag._version import __version__
+from pipediag.analysis.modes import ModeSummary, summary_from_dict
+from pipediag.builder.element import ElementInfo
+from pipediag.builder.stages import Stage
+from pipediag.environment import Environment
+from pipediag.errors import UsageError
+from pipediag.fixes.recommend import Fix
+from pipediag.modes.changes import Change
+from pipediag.modes.runner import ModeRun
+from pipediag.samples.readings import SampleLog
+from pipediag.steps.step import StepInfo
+from pipediag.verdict.rules import Verdict
+
+SCHEMA_VERSION = 1
+MODE_NAMES = ("synthetic", "pipeline", "input_only", "tuned")
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    status: str  # complete | interrupted
+    target: str
+    step: StepInfo | None
+    environment: Environment
+    element: ElementInfo | None
+    cardinality: int | str | None  # batches per pass, "infinite" or "unknown"
+    first_batch_ms: float | None
+    stages: tuple[Stage, ...]
+    runs: dict[str, ModeRun]
+    modes: dict[str, ModeSummary]
+    tuning: tuple[Change, ...]
+    tuned_check: str | None  # how the tuned pipeline's output was checked against the original's
+    cache_fill_ms: float | None
+    verdict: Verdict | None
+    fixes: tuple[Fix, ...]
+    tried: tuple[Change, ...]
+    samples: SampleLog
+    settings: dict[str, Any]
+    notes: tuple[str, ...] = ()
+    elapsed_s: float = 0.0
+    created_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+    def mode(self, name: str) -> ModeSummary | None:
+        return self.modes.get(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        modes = {}
+        for name in MODE_NAMES:
+            summary = self.modes.get(name)
+            if summary is None:
+                modes[name] = None
+                continue
+            d = summary.to_dict()
+            run = self.runs.get(name)
+            d["run"] = None if run is None else run.to_dict()
+            modes[name] = d
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "pipediag_version": __version__,
+            "created_at": self.created_at,
+            "status": self.status,
+            "elapsed_s": self.elapsed_s,
+            "target": self.target,
+            "step": None if self.step is None else self.step.to_dict(),
+            "environment": self.environment.to_dict(),
+            "settings": dict(self.settings),
+            "dataset": {
+                "element": None if self.element is None else self.element.to_dict(),
+                "cardinality": self.cardinality,
+                "first_batch_ms": self.first_batch_ms,
+                "stages": [s.to_dict() for s in self.stages],
+            },
+            "modes": modes,
+            "tuning": {
+                "changes": [c.to_dict() for c in self.tuning],
+                "check": self.tuned_check,
+                "cache_fill_ms": self.cache_fill_ms,
+            },
+            "verdict": None if self.verdict is None else self.verdict.to_dict(),
+            "fixes": [f.to_dict() for f in self.fixes],
+            "tried": [c.to_dict() for c in self.tried],
+            "notes": list(self.notes),
+            "samples": self.samples.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Diagnosis:
+        version = d.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise UsageError(
+                f"this file has schema_version {version!r}; this pipediag reads {SCHEMA_VERSION}",
+                "re-run the diagnosis with this version of pipediag",
+            )
+        modes, runs = {}, {}
+        for name, m in (d.get("modes") or {}).items():
+            if m is None:
+                continue
+            run = m.get("run")
+            if run is not None:
+                runs[name] = ModeRun.from_dict(run)
+            modes[name] = summary_from_dict({k: v for k, v in m.items() if k != "run"})
+        dataset = d.get("dataset") or {}
+        tuning = d.get("tuning") or {}
+        return cls(
+            status=d["status"],
+            target=d["target"],
+            step=None if d.get("step") is None else StepInfo.from_dict(d["step"]),
+            environment=Environment.from_dict(d["environment"]),
+            element=None if dataset.get("element") is None else ElementInfo.from_dict(dataset["element"]),
+            cardinality=dataset.get("cardinality"),
+            first_batch_ms=dataset.get("first_batch_ms"),
+            stages=tuple(Stage.from_dict(s) for s in dataset.get("stages", [])),
+            runs=runs,
+            modes=modes,
+            tuning=tuple(Change.from_dict(c) for c in tuning.get("changes", [])),
+            tuned_check=tuning.get("check"),
+            cache_fill_ms=tuning.get("cache_fill_ms"),
+            verdict=None if d.get("verdict") is None else Verdict.from_dict(d["verdict"]),
+            fixes=tuple(Fix.from_dict(f) for f in d.get("fixes", [])),
+            tried=tuple(Change.from_dict(c) for c in d.get("tried", [])),
+            samples=SampleLog.from_dict(d["samples"]),
+            settings=dict(d.get("settings", {})),
+            notes=tuple(d.get("notes", [])),
+            elapsed_s=d.get("elapsed_s", 0.0),
+            created_at=d.get("created_at", ""),
+        )
+
+
+def write_json(data: dict[str, Any], path: str) -> None:
+    """Write atomically: a temp file in the same folder, then rename over the target, so a
+    reader (or a Ctrl-C) never sees half a file."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".pipediag-", suffix=".json.tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, allow_nan=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_json(path: str) -> Diagnosis:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}", "give the path of a JSON file written by --json") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{path} is not valid JSON ({error})", "give a file written by pipediag --json") from None
+    return Diagnosis.from_dict(data)

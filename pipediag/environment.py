@@ -1,0 +1,118 @@
+"""The machine a diagnosis ran on: Python, TensorFlow and its devices, NVML and its GPUs, CPUs, RAM,
+plus the warnings a user needs before trusting the numbers (`pipediag env` prints it)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import psutil
+
+from pipediag._version import __version__
+from pipediag.samples.gpu import GpuReader
+from pipediag.samples.readings import GpuDevice
+
+
+@dataclass(frozen=True)
+class Environment:
+    pipediag_version: str
+    python_version: str
+    platform: str
+    cpu_logical: int
+    cpu_physical: int | None
+    memory_total_bytes: int
+    tensorflow_version: str | None = None
+    tensorflow_cuda_build: bool | None = None
+    tensorflow_devices: tuple[str, ...] = ()
+    tensorflow_gpu_memory_growth: tuple[bool, ...] | None = None
+    nvml_driver: str | None = None
+    gpus: tuple[GpuDevice, ...] = ()
+    gpu_unavailable_reason: str | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def tf_gpu_without_memory_growth(self) -> bool:
+        growth = self.tensorflow_gpu_memory_growth
+        forced = os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH", "").lower() == "true"
+        return bool(growth) and not all(growth) and not forced
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Environment:
+        d = dict(d)
+        d["tensorflow_devices"] = tuple(d.get("tensorflow_devices", ()))
+        growth = d.get("tensorflow_gpu_memory_growth")
+        d["tensorflow_gpu_memory_growth"] = None if growth is None else tuple(growth)
+        d["gpus"] = tuple(GpuDevice(**g) for g in d.get("gpus", ()))
+        d["warnings"] = tuple(d.get("warnings", ()))
+        return cls(**d)
+
+    def differences(self, other: Environment) -> list[str]:
+        """What differs in ways that change throughput (for comparing saved runs)."""
+        out = []
+        for name in ("cpu_logical", "memory_total_bytes", "tensorflow_version", "tensorflow_cuda_build"):
+            a, b = getattr(self, name), getattr(other, name)
+            if a != b:
+                out.append(f"{name}: {a} vs {b}")
+        if [g.name for g in self.gpus] != [g.name for g in other.gpus]:
+            out.append(f"GPUs: {[g.name for g in self.gpus]} vs {[g.name for g in other.gpus]}")
+        return out
+
+
+def collect(*, with_tensorflow: bool = True, nvml_lib: Any | None = None) -> Environment:
+    reader = GpuReader(nvml_lib).open()
+    gpus, driver, reason = reader.devices, reader.driver_version, reader.unavailable_reason
+    reader.close()
+    tf_version = cuda = growth = None
+    devices: tuple[str, ...] = ()
+    if with_tensorflow:
+        from pipediag.backends import tf as tfb
+
+        tf_version = tfb.version()
+        cuda = tfb.is_cuda_build()
+        physical = tfb.tf.config.list_physical_devices()
+        devices = tuple(f"{d.device_type}:{d.name.rsplit(':', 1)[-1]}" for d in physical)
+        tf_gpus = [d for d in physical if d.device_type == "GPU"]
+        growth = tuple(bool(tfb.tf.config.experimental.get_memory_growth(g)) for g in tf_gpus) if tf_gpus else None
+    env = Environment(
+        pipediag_version=__version__,
+        python_version=platform.python_version(),
+        platform=f"{platform.system()} {platform.release()} {platform.machine()}",
+        cpu_logical=psutil.cpu_count(logical=True) or 1,
+        cpu_physical=psutil.cpu_count(logical=False),
+        memory_total_bytes=psutil.virtual_memory().total,
+        tensorflow_version=tf_version,
+        tensorflow_cuda_build=cuda,
+        tensorflow_devices=devices,
+        tensorflow_gpu_memory_growth=growth,
+        nvml_driver=driver,
+        gpus=tuple(gpus),
+        gpu_unavailable_reason=reason,
+    )
+    return _with_warnings(env)
+
+
+def _with_warnings(env: Environment) -> Environment:
+    warnings = []
+    tf_gpus = [d for d in env.tensorflow_devices if d.startswith("GPU")]
+    if env.gpus and env.tensorflow_version and not tf_gpus:
+        build = "a CPU-only build" if env.tensorflow_cuda_build is False else "a CUDA build that found no usable GPU"
+        warnings.append(
+            f"NVML sees {len(env.gpus)} GPU(s) but TensorFlow sees none ({build}): TensorFlow steps run on the CPU. "
+            "Install 'tensorflow[and-cuda]', or feed a JAX/PyTorch step with --step."
+        )
+    if env.tf_gpu_without_memory_growth:
+        warnings.append(
+            "TensorFlow will reserve nearly all GPU memory (memory growth is off): NVML memory readings show the "
+            "reservation, not real use. Set TF_FORCE_GPU_ALLOW_GROWTH=true or tf.config.experimental.set_memory_growth."
+        )
+    if env.cpu_logical < 2:
+        warnings.append("only one CPU core: the input pipeline and the step share it, so every mode competes for it")
+    if sys.version_info < (3, 10):
+        warnings.append("Python older than 3.10 is not supported")
+    return Environment(**{**asdict(env), "gpus": env.gpus, "warnings": tuple(warnings)})

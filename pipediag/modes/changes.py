@@ -1,0 +1,39 @@
+"""A change pipediag made (or chose not to make) to the user's pipeline for the tuned mode.
+
+Plain data: the tuning rules decide them from the pipeline's stages and measured facts, the
+TensorFlow side applies them to the graph, and the fixes and report read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str  # the fix kind it corresponds to: parallel_map, interleave, cache, prefetch, threading
+    stage: str | None  # the user's stage it touches, as they wrote it: "map(decode_example)"
+    node: str | None  # the graph node, for the TensorFlow side
+    description: str  # what was (or would be) changed, concretely
+    applied: bool
+    reason: str | None = None  # why it was left out, when it was
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Change:
+        return cls(**data)
+
+    def skipped(self, reason: str, **details: Any) -> Change:
+        return Change(
+            kind=self.kind,
+            stage=self.stage,
+            node=self.node,
+            description=self.description,
+            applied=False,
+            reason=reason,
+            details={**self.details, **details},
+        )

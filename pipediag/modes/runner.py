@@ -1,0 +1,254 @@
+"""Runs one mode: warm-up apart, then timed steps until the estimate is stable or a cap is hit.
+
+Pure Python: it takes a `next_batch()` callable (the input side) and an optional `step(batch)`
+callable (which must return only once the work is really done), and an injected clock. Each
+timed step records two numbers: nanoseconds spent waiting for the batch, and nanoseconds in the
+step. Everything TensorFlow-specific is in `plan`, which builds those callables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipediag import stats
+from pipediag.errors import UserCodeError
+from pipediag.steps.oom import framework_of, is_out_of_memory
+
+ProgressFn = Callable[[str, float, float, int], None]  # mode, elapsed_s, cap_s, steps
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When a mode has measured enough.
+
+    A mode stops when the 95% interval of the median step time is within ±`rel_half_width` and
+    that of the mean (which sets throughput) within ±`mean_rel_half_width`, after at least
+    `min_steps` steps and `min_seconds`; or when `max_seconds` or `max_steps` is reached. The mean
+    gets a wider tolerance because shared machines drift over seconds (on the 2-core development
+    machine, 1-second means of one constant step alternated between 9.5 and 11.3 ms): a ±5%
+    mean would run every mode to its cap and buy nothing the verdict's own intervals do not
+    already account for. Warm-up steps come first and are never part of the estimate.
+    """
+
+    max_seconds: float = 10.0
+    min_seconds: float = 2.0
+    min_steps: int = 20
+    max_steps: int = 100_000
+    warmup_steps: int = 5
+    warmup_max_seconds: float = 30.0  # a first-epoch cache fill may need longer than a few steps
+    rel_half_width: float = 0.05
+    mean_rel_half_width: float = 0.10
+
+    def __post_init__(self) -> None:
+        if self.max_seconds <= 0 or self.min_steps < 1 or self.rel_half_width <= 0:
+            raise ValueError("StopRule needs max_seconds > 0, min_steps >= 1, rel_half_width > 0")
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    type: str
+    message: str
+    framework: str
+
+    @classmethod
+    def from_exception(cls, error: BaseException) -> ErrorInfo:
+        return cls(type=type(error).__name__, message=str(error).strip()[:2000], framework=framework_of(error))
+
+
+@dataclass(frozen=True)
+class ModeRun:
+    """The raw timings of one mode. Times are nanoseconds on the run's clock."""
+
+    name: str
+    start_ns: int  # start of the timed window (after warm-up)
+    end_ns: int
+    wait_ns: tuple[int, ...]  # per timed step: waiting for the batch
+    compute_ns: tuple[int, ...]  # per timed step: inside step(), until the result was ready
+    first_step_ns: int | None  # the very first step: tracing and compiling included
+    warmup_steps: int
+    warmup_ns: int
+    stop_reason: str  # stable | time_cap | max_steps | out_of_memory | interrupted | input_exhausted
+    error: ErrorInfo | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def steps(self) -> int:
+        return len(self.wait_ns)
+
+    @property
+    def step_ns(self) -> tuple[int, ...]:
+        return tuple(w + c for w, c in zip(self.wait_ns, self.compute_ns))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "start_ns": self.start_ns,
+            "end_ns": self.end_ns,
+            "wait_ns": list(self.wait_ns),
+            "compute_ns": list(self.compute_ns),
+            "first_step_ns": self.first_step_ns,
+            "warmup_steps": self.warmup_steps,
+            "warmup_ns": self.warmup_ns,
+            "stop_reason": self.stop_reason,
+            "error": None if self.error is None else vars(self.error).copy(),
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModeRun:
+        return cls(
+            name=d["name"],
+            start_ns=d["start_ns"],
+            end_ns=d["end_ns"],
+            wait_ns=tuple(d["wait_ns"]),
+            compute_ns=tuple(d["compute_ns"]),
+            first_step_ns=d.get("first_step_ns"),
+            warmup_steps=d.get("warmup_steps", 0),
+            warmup_ns=d.get("warmup_ns", 0),
+            stop_reason=d["stop_reason"],
+            error=None if d.get("error") is None else ErrorInfo(**d["error"]),
+            notes=tuple(d.get("notes", ())),
+        )
+
+
+class _OutOfMemory(Exception):
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+@dataclass
+class _Clocked:
+    clock_ns: Callable[[], int]
+    next_batch: Callable[[], Any]
+    step: Callable[[Any], Any] | None
+    wait: list[int] = field(default_factory=list)
+    compute: list[int] = field(default_factory=list)
+
+    def one(self) -> tuple[int, int]:
+        t0 = self.clock_ns()
+        try:
+            batch = self.next_batch()
+        except StopIteration:
+            raise
+        except KeyboardInterrupt:
+            raise
+        except Exception as error:
+            raise UserCodeError("pipeline", error, "the error happened while producing a batch") from error
+        t1 = self.clock_ns()
+        if self.step is not None:
+            try:
+                self.step(batch)
+            except KeyboardInterrupt:
+                raise
+            except Exception as error:
+                if is_out_of_memory(error):
+                    raise _OutOfMemory(error) from error
+                raise UserCodeError("step", error, "the step failed on a batch from the pipeline") from error
+        t2 = self.clock_ns()
+        return t1 - t0, t2 - t1
+
+
+def run_mode(
+    name: str,
+    next_batch: Callable[[], Any],
+    step: Callable[[Any], Any] | None,
+    rule: StopRule,
+    *,
+    clock_ns: Callable[[], int],
+    progress: ProgressFn | None = None,
+    warmup_until: Callable[[], bool] | None = None,
+    first_step_is_compile: bool = False,
+) -> ModeRun:
+    """Time one mode. `warmup_until`, if given, extends the warm-up until it returns True
+    (bounded by `rule.warmup_max_seconds`), e.g. until a cache has been filled once."""
+    clocked = _Clocked(clock_ns, next_batch, step)
+    notes: list[str] = []
+    first_step_ns: int | None = None
+    warmup_steps = 0
+    warm_start = clock_ns()
+    window_start = warm_start
+    wait: list[int] = []
+    compute: list[int] = []
+
+    def finish(reason: str, error: BaseException | None = None) -> ModeRun:
+        return ModeRun(
+            name=name,
+            start_ns=window_start,
+            end_ns=clock_ns(),
+            wait_ns=tuple(wait),
+            compute_ns=tuple(compute),
+            first_step_ns=first_step_ns,
+            warmup_steps=warmup_steps,
+            warmup_ns=window_start - warm_start,
+            stop_reason=reason,
+            error=None if error is None else ErrorInfo.from_exception(error),
+            notes=tuple(notes),
+        )
+
+    try:
+        if first_step_is_compile:
+            w, c = clocked.one()
+            first_step_ns = w + c
+            warmup_steps += 1
+        compile_steps = warmup_steps
+        while True:
+            elapsed_s = (clock_ns() - warm_start) / 1e9
+            wanted = warmup_steps - compile_steps < rule.warmup_steps or (
+                warmup_until is not None and not warmup_until()
+            )
+            if not wanted:
+                break
+            if elapsed_s > rule.warmup_max_seconds:
+                notes.append(f"warm-up stopped after {elapsed_s:.1f} s before its condition was met")
+                break
+            clocked.one()
+            warmup_steps += 1
+            if progress is not None:
+                progress(name, 0.0, rule.max_seconds, 0)
+
+        window_start = clock_ns()
+        last_check = 0
+        last_progress_ns = 0
+        while True:
+            w, c = clocked.one()
+            wait.append(w)
+            compute.append(c)
+            now = clock_ns()
+            elapsed_s = (now - window_start) / 1e9
+            n = len(wait)
+            if progress is not None and now - last_progress_ns > 50_000_000:
+                progress(name, elapsed_s, rule.max_seconds, n)
+                last_progress_ns = now
+            if elapsed_s >= rule.max_seconds:
+                return finish("time_cap")
+            if n >= rule.max_steps:
+                return finish("max_steps")
+            # Checking costs O(n log n): do it only when the count has grown by an eighth.
+            if n >= rule.min_steps and elapsed_s >= rule.min_seconds and n >= last_check * 1.125:
+                last_check = n
+                if is_stable([a + b for a, b in zip(wait, compute)], rule.rel_half_width, rule.mean_rel_half_width):
+                    return finish("stable")
+    except _OutOfMemory as oom:
+        return finish("out_of_memory", oom.error)
+    except StopIteration:
+        return finish("input_exhausted")
+    except KeyboardInterrupt:
+        return finish("interrupted")
+
+
+def is_stable(step_ns: list[int] | tuple[int, ...], rel_half_width: float, mean_rel_half_width: float) -> bool:
+    """Both the median step time and the mean (which sets throughput) are pinned down.
+
+    The median alone can settle while the mean still swings: a prefetch buffer that drains
+    makes step times bimodal, and throughput is n / sum, a mean.
+    """
+    for estimate, interval, tolerance in (
+        (stats.median(step_ns), stats.median_ci(step_ns), rel_half_width),
+        (stats.mean(step_ns), stats.batch_means_ci(step_ns), mean_rel_half_width),
+    ):
+        width = stats.relative_half_width(interval, estimate)
+        if width is None or width > tolerance:
+            return False
+    return True

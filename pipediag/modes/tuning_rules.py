@@ -1,0 +1,174 @@
+"""Which changes the tuned mode makes, decided from the pipeline's stages and measured facts.
+
+Pure: stages in, `Change`s out. The rules, and why:
+
+- A serial `map` whose function is stateless is already run in parallel by TensorFlow's default
+  `map_parallelization` rewrite, so pipediag leaves it. Maps with random ops or `tf.py_function`
+  stay serial in TensorFlow (it cannot prove them safe); pipediag makes them parallel with
+  AUTOTUNE and deterministic order. A map that writes state (variables, tables) is never touched.
+- A serial `interleave` becomes a parallel one with AUTOTUNE; its output order is unchanged.
+- A file reader given several files (`TFRecordDataset(filenames)`) reads them one after another;
+  it becomes a parallel interleave over the files only when a shuffle follows, since records of
+  different files then alternate.
+- `cache` goes at the deepest stage before the first random or Python stage, only when that
+  point is finite, its estimated size fits the RAM budget and filling it fits the time budget.
+- A final `prefetch(AUTOTUNE)` is added when the pipeline does not end with one.
+- When the CPUs sat idle while the step waited for input (latency-bound reads), the private
+  threadpool is raised so AUTOTUNE can run more calls in flight than there are cores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipediag.builder.stages import Stage
+from pipediag.modes.changes import Change
+
+LATENCY_THREADPOOL_SIZE = 32
+
+
+@dataclass(frozen=True)
+class CacheEstimate:
+    node: str
+    elements: int | None  # None: infinite or unknown cardinality at this point
+    bytes_per_element: float | None
+    fill_seconds: float | None
+
+    @property
+    def total_bytes(self) -> float | None:
+        if self.elements is None or self.bytes_per_element is None:
+            return None
+        return self.elements * self.bytes_per_element
+
+
+@dataclass(frozen=True)
+class TuningFacts:
+    cores: int
+    ram_budget_bytes: int
+    fill_budget_seconds: float
+    latency_bound: bool  # CPUs idle while waiting for input
+    map_parallelization_on: bool = True
+
+
+def parallel_map_changes(stages: list[Stage], facts: TuningFacts) -> list[Change]:
+    changes = []
+    for s in stages:
+        if s.kind != "map":
+            continue
+        change = Change(
+            kind="parallel_map",
+            stage=s.label,
+            node=s.node,
+            description=f"{s.label}: num_parallel_calls=AUTOTUNE, deterministic order (was serial)",
+            applied=True,
+        )
+        if s.writes_state:
+            changes.append(change.skipped("its function writes state (variables or tables): parallel calls would change results"))
+        elif not (s.is_random or s.has_py_function) and facts.map_parallelization_on:
+            changes.append(change.skipped("stateless: TensorFlow's map_parallelization already runs it in parallel"))
+        else:
+            changes.append(change)
+    return changes
+
+
+def interleave_changes(stages: list[Stage]) -> list[Change]:
+    changes = []
+    for s in stages:
+        if s.kind == "interleave":
+            changes.append(
+                Change(
+                    kind="interleave",
+                    stage=s.label,
+                    node=s.node,
+                    description=f"{s.label}: num_parallel_calls=AUTOTUNE (was serial); output order unchanged",
+                    applied=not s.writes_state,
+                    reason="its function writes state" if s.writes_state else None,
+                )
+            )
+        elif s.kind == "source" and s.reader and (s.source_files or 0) > 1:
+            shuffled_later = any(t.kind == "shuffle" for t in stages if t.index > s.index)
+            change = Change(
+                kind="interleave",
+                stage=s.label,
+                node=s.node,
+                description=f"{s.reader} over {s.source_files} files: read several at once with a parallel interleave",
+                applied=True,
+                details={"files": s.source_files},
+            )
+            changes.append(
+                change if shuffled_later else change.skipped("no shuffle follows, and interleaving files changes the order")
+            )
+    return changes
+
+
+def cache_point(stages: list[Stage]) -> Stage | None:
+    """The deepest stage before the first random, Python or state-writing one; None if none fits."""
+    point = None
+    for s in stages:
+        if s.is_random or s.has_py_function or s.writes_state or s.kind in ("repeat", "cache", "snapshot"):
+            break
+        if s.kind in ("prefetch", "options"):
+            continue
+        point = s
+    if point is None or point.kind == "source" and point.op in ("RangeDataset", "TensorSliceDataset", "TensorDataset"):
+        return None  # caching in-memory tensors gains nothing
+    return point
+
+
+def cache_change(point: Stage, estimate: CacheEstimate, facts: TuningFacts) -> Change:
+    change = Change(
+        kind="cache",
+        stage=point.label,
+        node=point.node,
+        description=f"cache() after {point.label} (the last deterministic stage), in memory",
+        applied=True,
+        details={
+            "elements": estimate.elements,
+            "estimated_bytes": estimate.total_bytes,
+            "estimated_fill_seconds": estimate.fill_seconds,
+        },
+    )
+    if estimate.elements is None:
+        return change.skipped("the pipeline is infinite or of unknown length at that point")
+    if estimate.total_bytes is None:
+        return change.skipped("could not estimate the size of its elements")
+    if estimate.total_bytes > facts.ram_budget_bytes:
+        return change.skipped(
+            f"it would hold ~{estimate.total_bytes / 2**30:.1f} GiB, over the RAM budget of "
+            f"{facts.ram_budget_bytes / 2**30:.1f} GiB: consider snapshot() to disk"
+        )
+    if estimate.fill_seconds is not None and estimate.fill_seconds > facts.fill_budget_seconds:
+        return change.skipped(
+            f"filling it takes one full pass (~{estimate.fill_seconds:.0f} s), longer than the "
+            f"{facts.fill_budget_seconds:.0f} s pipediag allows itself"
+        )
+    return change
+
+
+def prefetch_change(stages: list[Stage]) -> Change:
+    last = stages[-1] if stages else None
+    change = Change(
+        kind="prefetch",
+        stage=last.label if last else None,
+        node=last.node if last else None,
+        description="prefetch(AUTOTUNE) at the end, so input overlaps the step",
+        applied=True,
+    )
+    if last is not None and last.kind == "prefetch":
+        return change.skipped("the pipeline already ends with prefetch")
+    return change
+
+
+def threading_change(facts: TuningFacts) -> Change:
+    change = Change(
+        kind="threading",
+        stage=None,
+        node=None,
+        description=f"options.threading.private_threadpool_size = {LATENCY_THREADPOOL_SIZE} "
+        f"(default: {facts.cores}, one per core), so AUTOTUNE can keep more slow reads in flight",
+        applied=True,
+        details={"private_threadpool_size": LATENCY_THREADPOOL_SIZE},
+    )
+    if not facts.latency_bound:
+        return change.skipped("the CPUs were busy while the step waited: more threads than cores would not help")
+    return change

@@ -1,0 +1,1 @@
+"""Rendering a Diagnosis: rich renderables for the terminal, JSON for machines."""

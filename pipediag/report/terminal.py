@@ -1,0 +1,154 @@
+"""The terminal report as rich renderables. Functions return renderables; only the CLI prints.
+
+Tests render them to an in-memory Console of fixed width and compare the text.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from pipediag.diagnosis import MODE_NAMES, Diagnosis
+
+_VERDICT_STYLE = {"input": "bold yellow", "compute": "bold green", "memory": "bold red", "host": "bold magenta",
+                  "inconclusive": "bold white"}
+
+
+def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
+    return missing if value is None else fmt.format(value)
+
+
+def header(d: Diagnosis) -> RenderableType:
+    lines = Text()
+    lines.append("pipediag diagnose ", style="bold")
+    lines.append(d.target, style="cyan")
+    if d.status != "complete":
+        lines.append(f"  [{d.status.upper()}: partial report]", style="bold red")
+    lines.append("\n")
+    if d.step:
+        lines.append("step: ", style="dim")
+        lines.append(d.step.description + "\n")
+    if d.element:
+        lines.append("batch: ", style="dim")
+        lines.append(f"{d.element.structure}")
+        if d.element.batch_bytes:
+            lines.append(f"  ({d.element.batch_bytes / 2**20:.2f} MiB)")
+        lines.append("\n")
+    if d.stages:
+        lines.append("pipeline: ", style="dim")
+        lines.append(" → ".join(s.label for s in d.stages) + "\n")
+    facts = []
+    if d.cardinality is not None:
+        facts.append(f"length: {d.cardinality} batches" if isinstance(d.cardinality, int) else f"length: {d.cardinality}")
+    if d.first_batch_ms is not None:
+        facts.append(f"first batch: {d.first_batch_ms:.0f} ms")
+    facts.append(f"diagnosis took {d.elapsed_s:.1f} s")
+    lines.append("  ·  ".join(facts), style="dim")
+    return lines
+
+
+def modes_table(d: Diagnosis) -> Table:
+    table = Table(title="Modes", title_justify="left", expand=False, pad_edge=False)
+    for name, justify in (("mode", "left"), ("batches/s", "right"), ("±95%", "right"), ("step p50", "right"),
+                          ("p90 ms", "right"), ("wait", "right"), ("CPU", "right"), ("GPU", "right"),
+                          ("steps", "right")):
+        table.add_column(name, justify=justify, no_wrap=True)
+    stops, first_steps = [], []
+    for name in MODE_NAMES:
+        m = d.modes.get(name)
+        if m is None:
+            table.add_row(name, "—", "", "—", "—", "—", "—", "—", "0")
+            continue
+        half = ""
+        if m.batches_per_sec_ci:
+            half = f"{(m.batches_per_sec_ci[1] - m.batches_per_sec_ci[0]) / 2:.1f}"
+        wait = "—" if m.input_wait_frac is None or name in ("synthetic", "input_only") else f"{100 * m.input_wait_frac:.0f}%"
+        table.add_row(
+            name, _num(m.batches_per_sec), half, _num(m.step_ms_median, "{:.2f}"), _num(m.step_ms_p90, "{:.2f}"),
+            wait, _num(m.cpu_util_pct, "{:.0f}%"), _num(m.gpu_util_pct, "{:.0f}%", "n/a"), str(m.steps),
+        )
+        if m.stop_reason != "stable":
+            stops.append(f"{name}: {m.stop_reason.replace('_', ' ')}")
+        if m.first_step_ms is not None:
+            first_steps.append(f"first step (tracing, compiling) {m.first_step_ms:.0f} ms, kept out of the timings")
+    caption = first_steps + ([("stopped early or at the cap — " + ", ".join(stops))] if stops else [])
+    reasons = {m.gpu_util_reason for m in d.modes.values() if m.gpu_util_pct is None and m.gpu_util_reason}
+    if reasons:
+        caption.append("GPU n/a: " + "; ".join(sorted(reasons)))
+    if caption:
+        table.caption = "\n".join(caption)
+        table.caption_justify = "left"
+    return table
+
+
+def verdict_panel(d: Diagnosis) -> RenderableType:
+    v = d.verdict
+    if v is None:
+        return Panel(Text("no verdict: the run ended before synthetic mode finished"), title="Verdict")
+    body = Text()
+    body.append(f"{v.bottleneck.upper()}", style=_VERDICT_STYLE.get(v.bottleneck, "bold"))
+    body.append(f"  (confidence: {v.confidence})\n", style="dim")
+    body.append(v.headline + "\n")
+    if v.reason:
+        body.append(f"why no verdict: {v.reason}\n", style="italic")
+    for line in v.evidence:
+        body.append("  • " + line + "\n")
+    body.rstrip()
+    return Panel(body, title="Verdict", title_align="left")
+
+
+def fixes_view(d: Diagnosis) -> RenderableType:
+    parts: list[RenderableType] = []
+    if not d.fixes:
+        parts.append(Text("No fix recommended: no change pipediag could measure or justify would help.", style="dim"))
+    for i, fix in enumerate(d.fixes, 1):
+        parts.append(Text(f"{i}. {fix.title}", style="bold"))
+        basis = Text("   ")
+        if fix.measured_speedup is not None:
+            basis.append(f"×{fix.measured_speedup:.2f} ", style="bold green")
+        basis.append(fix.basis, style="dim")
+        parts.append(basis)
+        parts.append(Syntax(fix.code, "python", theme="ansi_dark", background_color="default", padding=(0, 3)))
+    if d.tuning:
+        lines = Text("Tuned mode: ", style="bold")
+        lines.append("\n")
+        for c in d.tuning:
+            mark, style = ("applied", "green") if c.applied else ("left out", "dim")
+            lines.append(f"  [{mark}] ", style=style)
+            lines.append(c.description)
+            if c.reason:
+                lines.append(f" — {c.reason}", style="dim")
+            lines.append("\n")
+        if d.tuned_check:
+            lines.append(f"  {d.tuned_check}\n", style="dim")
+        if d.tried:
+            lines.append(
+                "  applied but without a measurable gain, so not recommended: " + ", ".join(c.kind for c in d.tried),
+                style="yellow",
+            )
+        lines.rstrip()
+        parts.append(lines)
+    return Panel(Group(*parts), title="Fixes", title_align="left")
+
+
+def notes_view(d: Diagnosis) -> RenderableType | None:
+    notes = list(d.environment.warnings) + list(d.notes)
+    if not notes:
+        return None
+    text = Text()
+    for note in notes:
+        text.append("! ", style="yellow")
+        text.append(note + "\n")
+    text.rstrip()
+    return text
+
+
+def render_diagnosis(d: Diagnosis) -> Group:
+    parts = [header(d), modes_table(d), verdict_panel(d), fixes_view(d)]
+    notes = notes_view(d)
+    if notes is not None:
+        parts.append(notes)
+    return Group(*parts)

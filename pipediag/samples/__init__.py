@@ -1,0 +1,1 @@
+"""Background sampling of CPU (psutil) and GPU (NVML) activity while the modes run."""

@@ -1,0 +1,96 @@
+"""What one sample holds. Plain frozen dataclasses: no psutil, no NVML.
+
+A GPU field that could not be read is None; why is kept once per metric in `SampleLog`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class CpuReading:
+    total_pct: float  # all cores together: 100 = every core busy
+    per_core_pct: tuple[float, ...]
+    process_pct: float  # this process: 100 = one core busy (psutil's convention)
+    iowait_pct: float | None  # None where the OS has no iowait (macOS, Windows)
+    rss_bytes: int
+    available_bytes: int
+    total_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class GpuReading:
+    index: int
+    util_pct: float | None  # NVML: a kernel ran during the sample period, not how much of the chip
+    memory_used_bytes: int | None
+    memory_total_bytes: int | None
+    power_w: float | None
+    sm_clock_mhz: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    time_ns: int  # on the sampler's clock (time.monotonic_ns unless injected)
+    cpu: CpuReading
+    gpus: tuple[GpuReading, ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuDevice:
+    index: int
+    name: str
+    memory_total_bytes: int | None
+
+
+@dataclass(frozen=True)
+class SampleLog:
+    """Everything the sampler saw, plus why GPU data is missing where it is."""
+
+    interval_s: float
+    samples: tuple[Sample, ...]
+    gpu_devices: tuple[GpuDevice, ...] = ()
+    gpu_unavailable_reason: str | None = None  # set when there is no GPU data at all
+    gpu_metric_reasons: dict[str, str] = field(default_factory=dict)  # metric -> why it is None
+    dropped_samples: int = 0  # the oldest samples beyond the bounded buffer
+
+    def between(self, start_ns: int, end_ns: int) -> tuple[Sample, ...]:
+        return tuple(s for s in self.samples if start_ns <= s.time_ns <= end_ns)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "interval_s": self.interval_s,
+            "gpu_devices": [asdict(d) for d in self.gpu_devices],
+            "gpu_unavailable_reason": self.gpu_unavailable_reason,
+            "gpu_metric_reasons": dict(self.gpu_metric_reasons),
+            "dropped_samples": self.dropped_samples,
+            "samples": [_sample_to_dict(s) for s in self.samples],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SampleLog:
+        return cls(
+            interval_s=data["interval_s"],
+            samples=tuple(_sample_from_dict(s) for s in data["samples"]),
+            gpu_devices=tuple(GpuDevice(**d) for d in data.get("gpu_devices", [])),
+            gpu_unavailable_reason=data.get("gpu_unavailable_reason"),
+            gpu_metric_reasons=dict(data.get("gpu_metric_reasons", {})),
+            dropped_samples=data.get("dropped_samples", 0),
+        )
+
+
+def _sample_to_dict(sample: Sample) -> dict[str, Any]:
+    cpu = asdict(sample.cpu)
+    cpu["per_core_pct"] = list(sample.cpu.per_core_pct)
+    return {"time_ns": sample.time_ns, "cpu": cpu, "gpus": [asdict(g) for g in sample.gpus]}
+
+
+def _sample_from_dict(data: dict[str, Any]) -> Sample:
+    cpu = dict(data["cpu"])
+    cpu["per_core_pct"] = tuple(cpu["per_core_pct"])
+    return Sample(
+        time_ns=data["time_ns"],
+        cpu=CpuReading(**cpu),
+        gpus=tuple(GpuReading(**g) for g in data.get("gpus", [])),
+    )

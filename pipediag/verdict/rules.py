@@ -1,0 +1,229 @@
+"""The verdict: from per-mode numbers to one bottleneck, a confidence, and evidence lines.
+
+Order of the rules (first match wins), each explained in docs/verdict.md:
+1. memory  — a mode ran out of memory; host memory nearly exhausted.
+2. inconclusive — the modes that decide did not measure enough steps.
+3. input   — the pipeline alone is clearly slower than the free step and the fed step is slowed
+             accordingly; or the fed step waited for input >= 20% of the time (high), or >= 5%
+             (moderate); or it did not wait but ran clearly slower beside the pipeline (contention).
+4. memory  — GPU memory >= 95% full with nothing else limiting (low confidence: preallocation).
+5. host    — with free input the GPU was busy < 50% of the time: per-step overhead.
+6. compute — the step itself is the limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pipediag.analysis.modes import InputSideCpu, ModeSummary, rate_ratio, input_side_cpu
+from pipediag.verdict import thresholds as T
+
+BOTTLENECKS = ("input", "compute", "memory", "host", "inconclusive")
+
+
+@dataclass(frozen=True)
+class CpuPattern:
+    kind: str  # saturated | one_core | idle | partial
+    text: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    bottleneck: str
+    confidence: str  # high | medium | low
+    headline: str
+    evidence: tuple[str, ...]
+    reason: str | None = None  # for inconclusive: why no verdict
+    cpu_pattern: CpuPattern | None = None
+    facts: dict[str, Any] = field(default_factory=dict)  # the key numbers, for machines
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["evidence"] = list(self.evidence)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Verdict:
+        pattern = d.get("cpu_pattern")
+        return cls(
+            bottleneck=d["bottleneck"],
+            confidence=d["confidence"],
+            headline=d["headline"],
+            evidence=tuple(d["evidence"]),
+            reason=d.get("reason"),
+            cpu_pattern=None if pattern is None else CpuPattern(**pattern),
+            facts=dict(d.get("facts", {})),
+        )
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _cores(values: tuple[float, ...]) -> str:
+    return " ".join(f"{v:.0f}%" for v in values)
+
+
+def classify_cpu(side: InputSideCpu) -> CpuPattern:
+    w, where = side.cpu, side.where
+    per_core = f"per core {_cores(w.per_core_pct)}"
+    busy = f"{w.busy_cores:.1f} of {w.cores} cores busy"
+    if w.busy_cores >= T.CPU_SATURATED_FRAC * w.cores:
+        return CpuPattern("saturated", f"all cores saturated {where} ({busy}; {per_core}): CPU-bound preprocessing")
+    if w.cores >= 2 and T.ONE_CORE_LOW <= w.busy_cores <= T.ONE_CORE_HIGH:
+        return CpuPattern("one_core", f"about one core busy {where} ({busy}; {per_core}): a serial stage or the Python GIL")
+    if w.busy_cores < T.CPU_IDLE_CORES:
+        if w.iowait_pct is not None and w.iowait_pct >= T.IOWAIT_NOTABLE_PCT:
+            io = f", iowait {w.iowait_pct:.0f}%: disk reads"
+        else:
+            io = ": I/O latency or sleeping reads, not computation"
+        return CpuPattern("idle", f"CPUs mostly idle {where} ({busy}; {per_core}){io}")
+    return CpuPattern("partial", f"CPUs partly busy {where} ({busy}; {per_core})")
+
+
+def _lower(confidence: str) -> str:
+    return {"high": "medium", "medium": "low", "low": "low"}[confidence]
+
+
+def _noisy(m: ModeSummary) -> bool:
+    if not m.batches_per_sec or not m.batches_per_sec_ci:
+        return True
+    lo, hi = m.batches_per_sec_ci
+    return (hi - lo) / 2 / m.batches_per_sec > T.WIDE_CI_REL
+
+
+def _rate(m: ModeSummary) -> str:
+    return f"{m.batches_per_sec:.1f} batches/s" if m.batches_per_sec else "no rate"
+
+
+def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False) -> Verdict:
+    """`modes` maps synthetic, pipeline, input_only, tuned to their summaries (None: not run)."""
+    synthetic, pipeline = modes.get("synthetic"), modes.get("pipeline")
+    input_only = modes.get("input_only")
+    present = [m for m in modes.values() if m is not None]
+
+    # 1. memory: a real out-of-memory error, or the host running out.
+    for m in present:
+        if m.stop_reason == "out_of_memory":
+            msg = m.error.message.splitlines()[0][:200] if m.error else "out of memory"
+            return Verdict(
+                "memory", "high",
+                f"the step ran out of memory in {m.name} mode",
+                (f"{m.error.type if m.error else 'error'} from {m.error.framework if m.error else 'the step'}: {msg}",
+                 f"{m.name} mode stopped after {m.steps} timed steps"),
+                facts={"oom_mode": m.name},
+            )
+    for m in present:
+        if m.host_available_min_bytes is not None and m.host_total_bytes:
+            frac = m.host_available_min_bytes / m.host_total_bytes
+            if frac < T.HOST_MEMORY_LOW_FRAC:
+                return Verdict(
+                    "memory", "medium",
+                    f"host memory nearly exhausted in {m.name} mode",
+                    (f"available host memory fell to {m.host_available_min_bytes / 2**30:.2f} GiB "
+                     f"({_pct(frac)} of {m.host_total_bytes / 2**30:.1f} GiB)",
+                     f"process RSS peaked at {(m.rss_max_bytes or 0) / 2**30:.2f} GiB: shuffle buffers and caches live here"),
+                    facts={"host_available_frac": frac},
+                )
+
+    # 2. enough to go on?
+    for name, m in (("synthetic", synthetic), ("pipeline", pipeline)):
+        if m is None or m.steps < T.MIN_STEPS:
+            got = 0 if m is None else m.steps
+            return Verdict(
+                "inconclusive", "low", "not enough steps were measured to decide",
+                (f"{name} mode timed {got} steps; at least {T.MIN_STEPS} are needed",),
+                reason=f"too few steps in {name} mode (raise --max-seconds, or the step is very slow)",
+            )
+
+    wait = pipeline.input_wait_frac or 0.0
+    gap = rate_ratio(synthetic, pipeline)  # > 1: the fed step is slower than the free one
+    headroom = rate_ratio(input_only, synthetic)  # > 1: input alone outruns the step
+    side = input_side_cpu(pipeline, input_only)
+    pattern = classify_cpu(side) if side else None
+    facts = {
+        "input_wait_frac": wait,
+        "synthetic_over_pipeline": gap.value if gap else None,
+        "input_only_over_synthetic": headroom.value if headroom else None,
+    }
+    evidence = [
+        f"the step waited for input {_pct(wait)} of the time in pipeline mode",
+        f"synthetic (free input) {_rate(synthetic)} vs pipeline {_rate(pipeline)}"
+        + (f": {gap.value:.2f}x" if gap else ""),
+    ]
+    if input_only and input_only.batches_per_sec:
+        evidence.append(f"input alone (no step) {_rate(input_only)}" + (f" = {headroom.value:.2f}x the step's free rate" if headroom else ""))
+    noisy = _noisy(synthetic) or _noisy(pipeline)
+
+    # 3. input. First: the input side alone cannot keep up with the free step.
+    starved = (
+        headroom is not None and headroom.clearly_below_one and gap is not None
+        and gap.value >= T.GAP_SIGNIFICANT and gap.clearly_above_one
+    )
+    if starved:
+        if pattern:
+            evidence.append(pattern.text)
+        return Verdict(
+            "input", "low" if noisy else "high",
+            "input-bound: the pipeline alone delivers fewer batches than the step could take",
+            tuple(evidence), cpu_pattern=pattern, facts=facts,
+        )
+    if wait >= T.INPUT_WAIT_MODERATE:
+        high = wait >= T.INPUT_WAIT_HIGH
+        confidence = "high" if high and gap is not None and gap.clearly_above_one else ("medium" if high else "low")
+        if noisy:
+            confidence = _lower(confidence)
+        if pattern:
+            evidence.append(pattern.text)
+        if headroom and headroom.value >= T.INPUT_HEADROOM:
+            evidence.append("the input side alone is fast enough: it is not overlapped with the step (prefetch)")
+        degree = "highly" if high else "moderately"
+        return Verdict(
+            "input", confidence, f"{degree} input-bound: the step waits for the next batch",
+            tuple(evidence), cpu_pattern=pattern, facts=facts,
+        )
+    slowed = (
+        gap is not None and gap.value >= T.GAP_SIGNIFICANT and gap.clearly_above_one
+        and pipeline.compute_ms_median and synthetic.compute_ms_median
+        and pipeline.compute_ms_median >= T.GAP_SIGNIFICANT * synthetic.compute_ms_median
+    )
+    if slowed:
+        evidence.append(
+            f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
+            f"{synthetic.compute_ms_median:.2f} ms alone: preprocessing competes with it for the CPU"
+        )
+        if pipeline.cpu_util_pct is not None:
+            evidence.append(f"CPU use in pipeline mode {pipeline.cpu_util_pct:.0f}% of all cores")
+        return Verdict(
+            "input", "medium", "input-bound through CPU contention: preprocessing slows the step down",
+            tuple(evidence), cpu_pattern=pattern, facts=facts,
+        )
+
+    # 4-6. the step is the limit: memory pressure, host overhead or compute.
+    gpu_util = synthetic.gpu_util_pct
+    mem = synthetic.gpu_memory_used_max_bytes
+    total = synthetic.gpu_memory_total_bytes
+    if mem is not None and total and mem / total >= T.GPU_MEMORY_FULL_FRAC:
+        evidence.append(
+            f"GPU memory {_pct(mem / total)} full ({mem / 2**30:.1f} of {total / 2**30:.1f} GiB) in synthetic mode; "
+            "frameworks may preallocate, so this is an upper bound on real use"
+        )
+        return Verdict("memory", "low", "GPU memory is nearly full", tuple(evidence), facts=facts)
+    confidence = "low" if noisy else "high"
+    if gpu_util is not None:
+        evidence.append(f"GPU busy {gpu_util:.0f}% with free input (synthetic mode, NVML utilization)")
+        if gpu_util < T.GPU_BUSY_FOR_COMPUTE_PCT:
+            return Verdict(
+                "host", confidence,
+                "host-bound: even with free input the GPU is mostly idle (per-step overhead)",
+                tuple(evidence), facts=facts,
+            )
+        return Verdict("compute", confidence, "compute-bound: the step itself is the limit", tuple(evidence), facts=facts)
+    reason = synthetic.gpu_util_reason or "no GPU readings"
+    evidence.append(f"no GPU data ({reason}): the step ran on the CPU, so host and compute cannot be told apart")
+    return Verdict(
+        "compute", _lower(confidence) if gpu_expected else confidence,
+        "compute-bound: the step itself is the limit, not the input",
+        tuple(evidence), facts=facts,
+    )

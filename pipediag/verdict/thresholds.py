@@ -1,0 +1,38 @@
+"""The thresholds the verdict uses, in one place. docs/verdict.md explains each choice.
+
+They are judgement calls, not measurements of one machine: each has a reason that does not
+depend on this machine's noise, and tests pin the behaviour on both sides of each.
+"""
+
+# Share of step time the training loop waited for the next batch (pipeline mode).
+# The TensorFlow profiler's input-pipeline analyzer calls >= 20% "highly input-bound" and
+# >= 5% "moderately input-bound"; below 5% input is not what limits the step.
+INPUT_WAIT_HIGH = 0.20
+INPUT_WAIT_MODERATE = 0.05
+
+# A slowdown of the fed step against the synthetic one counts only when at least this large
+# *and* the two rates' 95% intervals do not overlap. FastFlow uses a 1.3x gap to call a job
+# CPU-bound; we accept a smaller gap because our intervals already guard against noise.
+GAP_SIGNIFICANT = 1.15
+
+# The input side alone outruns the step by this much: the input could feed the step, so waiting
+# in pipeline mode means missing overlap (prefetch), not too little input capacity.
+INPUT_HEADROOM = 1.3
+
+# With free input, a GPU busy less than this share of the time is starved by the host
+# (Python dispatch, per-step overhead), not by its own compute.
+GPU_BUSY_FOR_COMPUTE_PCT = 50.0
+
+# Memory.
+GPU_MEMORY_FULL_FRAC = 0.95
+HOST_MEMORY_LOW_FRAC = 0.05  # available host memory below 5% of total
+
+# CPU pattern while the step waited, in cores' worth of busy time.
+CPU_SATURATED_FRAC = 0.85  # busy >= 85% of all cores: CPU-bound preprocessing
+ONE_CORE_LOW, ONE_CORE_HIGH = 0.6, 1.4  # about one core's worth on a machine with more: serial/GIL
+CPU_IDLE_CORES = 0.5  # under half a core busy: waiting on I/O or sleeps, not computing
+IOWAIT_NOTABLE_PCT = 10.0
+
+# Trust in a mode's numbers.
+MIN_STEPS = 10  # fewer timed steps than this: inconclusive
+WIDE_CI_REL = 0.25  # a rate interval wider than +-25%: noisy, confidence drops

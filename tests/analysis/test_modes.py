@@ -1,0 +1,70 @@
+from pipediag.analysis.modes import rate_ratio, summarize
+from pipediag.analysis.waiting import cpu_while_waiting, waiting_intervals
+from pipediag.modes.runner import ModeRun
+from pipediag.samples.readings import CpuReading, GpuReading, Sample, SampleLog
+
+MS = 1_000_000
+
+
+def run(wait_ms, compute_ms, start_ms=0, name="pipeline"):
+    n = len(wait_ms)
+    return ModeRun(
+        name=name, start_ns=start_ms * MS, end_ns=(start_ms + sum(wait_ms) + sum(compute_ms)) * MS,
+        wait_ns=tuple(w * MS for w in wait_ms), compute_ns=tuple(c * MS for c in compute_ms),
+        first_step_ns=None, warmup_steps=0, warmup_ns=0, stop_reason="stable",
+    ) if n else None
+
+
+def cpu(per_core, iowait=0.0):
+    return CpuReading(total_pct=sum(per_core) / len(per_core), per_core_pct=tuple(per_core), process_pct=sum(per_core),
+                      iowait_pct=iowait, rss_bytes=1, available_bytes=10, total_bytes=20)
+
+
+def test_waiting_intervals_are_rebuilt_from_durations():
+    r = run([10, 0, 30], [5, 5, 5], start_ms=100)
+    assert waiting_intervals(r) == [(100 * MS, 110 * MS), (120 * MS, 150 * MS)]
+
+
+def test_cpu_while_waiting_weights_samples_by_overlap():
+    # Waits fill 0-100 ms; compute fills 100-200 ms. Sample at 100 covers 0-100 (waiting, one core busy),
+    # sample at 200 covers 100-200 (computing, both cores busy).
+    r = run([100], [100])
+    samples = (Sample(100 * MS, cpu([100, 0])), Sample(200 * MS, cpu([100, 100])))
+    w = cpu_while_waiting(r, samples, interval_ns=100 * MS)
+    assert w.per_core_pct == (100.0, 0.0)
+    assert w.busy_cores == 1.0 and w.purity == 1.0
+
+
+def test_purity_is_low_when_waits_are_short_next_to_samples():
+    r = run([5] * 10, [5] * 10)  # 100 ms of alternating 5 ms waits and 5 ms steps
+    samples = (Sample(100 * MS, cpu([60, 60])),)
+    w = cpu_while_waiting(r, samples, interval_ns=100 * MS)
+    assert abs(w.purity - 0.5) < 1e-9
+
+
+def test_summary_rates_percentiles_and_gpu_reason():
+    r = run([2] * 50, [8] * 50)
+    samples = tuple(Sample(t * MS, cpu([50, 50])) for t in range(100, 500, 100))
+    log = SampleLog(interval_s=0.1, samples=samples, gpu_unavailable_reason="NVML found no NVIDIA GPU")
+    s = summarize(r, log)
+    assert s.steps == 50 and abs(s.batches_per_sec - 100.0) < 1e-9
+    assert s.step_ms_median == 10.0 and s.input_wait_frac == 0.2
+    assert s.cpu_util_pct == 50.0 and s.samples == 4
+    assert s.gpu_util_pct is None and s.gpu_util_reason == "NVML found no NVIDIA GPU"
+
+
+def test_summary_reads_gpu_util_and_memory():
+    r = run([0] * 20, [10] * 20)
+    gpu = GpuReading(0, 80.0, 5 * 2**30, 80 * 2**30, 300.0, 1800.0)
+    samples = tuple(Sample(t * MS, cpu([10, 10]), (gpu,)) for t in (50, 150))
+    s = summarize(r, SampleLog(interval_s=0.1, samples=samples))
+    assert s.gpu_util_pct == 80.0 and s.gpu_memory_used_max_bytes == 5 * 2**30 and s.gpu_util_reason is None
+
+
+def test_rate_ratio_interval_is_conservative():
+    from tests.summaries import summary
+
+    r = rate_ratio(summary("synthetic", 100, rel_ci=0.1), summary("pipeline", 50, rel_ci=0.1))
+    assert r.value == 2.0
+    assert r.low < 2.0 < r.high and r.clearly_above_one
+    assert rate_ratio(summary("synthetic", 100), None) is None

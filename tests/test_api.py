@@ -1,0 +1,126 @@
+"""diagnose() end to end on real TensorFlow pipelines (small and fast)."""
+
+import pytest
+
+pytest.importorskip("tensorflow")
+
+import pipediag  # noqa: E402
+from pipediag.errors import UsageError, UserCodeError  # noqa: E402
+from tests.fixtures import pipelines as P  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def test_serial_map_is_input_bound_with_a_measured_parallel_map_fix(quick_rule):
+    d = pipediag.diagnose(P.serial_sleep_map, step=P.light_step(), stop_rule=quick_rule)
+    assert d.status == "complete"
+    assert d.verdict.bottleneck == "input", d.verdict
+    fix = next(f for f in d.fixes if f.kind == "parallel_map")
+    assert fix.stage == "map(slow_read)"
+    assert fix.measured_speedup > 1.5, fix  # sleeping reads: parallel calls overlap the sleeps
+    assert d.modes["tuned"].batches_per_sec > d.modes["pipeline"].batches_per_sec
+    # The CPUs sat idle while the step waited: latency, not computation.
+    assert d.verdict.cpu_pattern.kind == "idle"
+    assert any(c.kind == "threading" and c.applied for c in d.tuning)
+    for name in ("synthetic", "pipeline", "input_only", "tuned"):
+        assert d.modes[name].steps >= 10
+        assert d.modes[name].gpu_util_pct is None and d.modes[name].gpu_util_reason
+
+
+def test_heavy_step_on_in_memory_data_is_compute_bound(quick_rule):
+    d = pipediag.diagnose(P.in_memory, model=P.heavy_model(), stop_rule=quick_rule)
+    assert d.verdict.bottleneck == "compute", d.verdict
+    assert d.modes["pipeline"].input_wait_frac < 0.05
+    assert not any(f.kind in ("parallel_map", "prefetch", "cache", "interleave") for f in d.fixes)
+    assert d.step.kind == "keras" and "train_on_batch" in d.step.description
+
+
+def test_real_out_of_memory_is_a_memory_verdict_not_a_crash(quick_rule):
+    d = pipediag.diagnose(P.in_memory, step=P.oom_step(), stop_rule=quick_rule)
+    assert d.verdict.bottleneck == "memory" and d.verdict.confidence == "high"
+    assert d.runs["synthetic"].stop_reason == "out_of_memory"
+    assert d.runs["synthetic"].error.type == "ResourceExhaustedError"
+    assert "pipeline" not in d.runs  # it would fail the same way
+    assert d.runs["input_only"].steps > 0  # the input side is still measured
+    assert [f.kind for f in d.fixes][0] == "batch_size"
+
+
+def test_standin_model_is_used_and_described(quick_rule):
+    d = pipediag.diagnose(P.in_memory, stop_rule=quick_rule, modes=("synthetic", "pipeline"))
+    assert d.step.kind == "standin"
+    assert "stand-in model" in d.step.description and "MLP" in d.step.description
+    assert "tuned" not in d.modes
+
+
+def test_unbatched_dataset_is_refused_with_a_hint():
+    with pytest.raises(UsageError) as info:
+        pipediag.diagnose(P.unbatched)
+    assert "--batch-size" in info.value.hint
+
+
+def test_unbatched_dataset_with_batch_size_is_batched_and_said_so(quick_rule):
+    d = pipediag.diagnose(P.unbatched, batch_size=10, stop_rule=quick_rule, modes=("synthetic", "pipeline"))
+    assert any("pipediag added .batch(10)" in n for n in d.notes)
+    assert d.element.batch_size == 10
+
+
+def test_batch_size_and_args_reach_the_builder(quick_rule):
+    d = pipediag.diagnose(P.builder_with_args, batch_size=5, builder_kwargs={"scale": 2.0}, stop_rule=quick_rule,
+                          modes=("synthetic", "pipeline"))
+    assert d.element.batch_size == 5
+
+
+def test_short_finite_dataset_is_repeated_and_said_so(quick_rule):
+    d = pipediag.diagnose(P.tiny_finite, stop_rule=quick_rule, modes=("synthetic", "pipeline"))
+    assert d.cardinality == 3
+    assert any("only 3 batches" in n for n in d.notes)
+    assert any("restarted" in n for n in d.notes)
+    assert d.modes["pipeline"].steps >= 10
+
+
+def test_ragged_dict_elements_work_with_the_standin(quick_rule):
+    d = pipediag.diagnose(P.ragged_dict, stop_rule=quick_rule, modes=("synthetic", "pipeline"))
+    assert "ragged" in d.element.structure
+    assert "ignored non-numeric or ragged inputs: ['ids']" in d.step.description
+
+
+def test_builder_errors_are_user_code_errors():
+    with pytest.raises(UserCodeError, match="matched no files"):
+        pipediag.diagnose(P.raising_builder)
+
+
+def test_not_a_dataset_is_a_usage_error():
+    with pytest.raises(UsageError, match="returned a list, not a tf.data.Dataset"):
+        pipediag.diagnose(P.not_a_dataset)
+
+
+def test_empty_dataset_is_a_usage_error():
+    with pytest.raises(UsageError, match="empty"):
+        pipediag.diagnose(P.empty)
+
+
+def test_step_errors_are_user_code_errors():
+    with pytest.raises(UserCodeError) as info:
+        pipediag.diagnose(P.in_memory, step=P.raising_step())
+    assert info.value.where == "step" and "my_loss" in info.value.message
+
+
+def test_ctrl_c_gives_a_partial_diagnosis(quick_rule):
+    calls = {"n": 0}
+    inner = P.light_step()
+
+    def step(batch):
+        calls["n"] += 1
+        if calls["n"] == 40:
+            raise KeyboardInterrupt
+        return inner(batch)
+
+    d = pipediag.diagnose(P.in_memory, step=step, stop_rule=quick_rule)
+    assert d.status == "interrupted"
+    assert "synthetic" in d.runs
+    assert d.to_dict()["status"] == "interrupted"
+
+
+def test_model_and_step_together_is_a_usage_error():
+    with pytest.raises(UsageError, match="not both"):
+        pipediag.diagnose(P.in_memory, model=P.small_model(), step=P.light_step())

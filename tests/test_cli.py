@@ -1,0 +1,115 @@
+"""The command line, run as users run it: `python -m pipediag` in a subprocess."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pipediag(*args, timeout=180):
+    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="100")
+    return subprocess.run([sys.executable, "-m", "pipediag", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, cwd=ROOT)
+
+
+def test_help_and_version():
+    result = pipediag("--help")
+    assert result.returncode == 0 and "diagnose" in result.stdout
+    assert pipediag("--version").stdout.startswith("pipediag ")
+
+
+def test_bad_spec_is_a_usage_error_with_a_hint():
+    result = pipediag("diagnose", "no_colon_here")
+    assert result.returncode == 2
+    assert "is not a spec" in result.stderr and "HINT:" in result.stderr
+
+
+def test_missing_file_is_a_usage_error():
+    result = pipediag("diagnose", "does/not/exist.py:make")
+    assert result.returncode == 2 and "no such file" in result.stderr
+
+
+def test_unknown_option_is_a_usage_error():
+    result = pipediag("diagnose", "--frobnicate")
+    assert result.returncode == 2 and "unrecognized arguments: --frobnicate" in result.stderr and "HINT: see 'pipediag" in result.stderr
+
+
+def test_target_and_demo_together_is_a_usage_error(fixture_spec):
+    result = pipediag("diagnose", fixture_spec("in_memory"), "--demo")
+    assert result.returncode == 2
+
+
+@pytest.mark.slow
+def test_users_failing_step_exits_1_with_their_traceback_only(fixture_spec):
+    result = pipediag("diagnose", fixture_spec("in_memory"), "--step", fixture_spec("raising_step"), "--quiet")
+    assert result.returncode == 1, result.stderr
+    assert "your step raised ValueError: shapes do not match in my_loss" in result.stderr
+    assert "pipelines.py" in result.stderr
+    assert f"pipediag{os.sep}modes" not in result.stderr and f"pipediag{os.sep}api" not in result.stderr
+    assert "HINT:" in result.stderr
+
+
+@pytest.mark.slow
+def test_unbatched_dataset_exits_2_with_a_hint(fixture_spec):
+    result = pipediag("diagnose", fixture_spec("unbatched"), "--quiet")
+    assert result.returncode == 2
+    assert "not batches" in result.stderr and "--batch-size" in result.stderr
+
+
+@pytest.mark.slow
+def test_builder_returning_a_list_exits_2(fixture_spec):
+    result = pipediag("diagnose", fixture_spec("not_a_dataset"), "--quiet")
+    assert result.returncode == 2 and "not a tf.data.Dataset" in result.stderr
+
+
+@pytest.mark.slow
+def test_diagnose_writes_json_and_report_reprints_it(fixture_spec, tmp_path):
+    out = tmp_path / "run.json"
+    result = pipediag("diagnose", fixture_spec("serial_sleep_map"), "--step", fixture_spec("light_step"),
+                      "--max-seconds", "3", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "Verdict" in result.stdout and "INPUT" in result.stdout
+    assert "synthetic" in result.stderr  # the progress bars
+    data = json.loads(out.read_text())
+    assert data["schema_version"] == 1 and data["verdict"]["bottleneck"] == "input"
+    assert data["fixes"][0]["stage"] == "map(slow_read)"
+    again = pipediag("report", str(out))
+    assert again.returncode == 0
+    assert "map(slow_read)" in again.stdout and "INPUT" in again.stdout
+
+
+@pytest.mark.slow
+def test_args_and_batch_size_reach_the_builder(fixture_spec, tmp_path):
+    out = tmp_path / "run.json"
+    result = pipediag("diagnose", fixture_spec("builder_with_args"), "--batch-size", "6", "--arg", "scale=3.0",
+                      "--max-seconds", "1", "--quiet", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.read_text())["dataset"]["element"]["batch_size"] == 6
+    bad = pipediag("diagnose", fixture_spec("builder_with_args"), "--arg", "nope=1", "--quiet")
+    assert bad.returncode == 2 and "takes no parameter nope" in bad.stderr
+
+
+@pytest.mark.slow
+def test_demo_runs(tmp_path):
+    out = tmp_path / "demo.json"
+    result = pipediag("diagnose", "--demo", "--quiet", "--max-seconds", "3", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert data["verdict"]["bottleneck"] in ("input", "compute", "inconclusive", "host", "memory")
+    assert data["step"]["kind"] == "standin"
+    assert "stand-in model" in result.stdout
+
+
+@pytest.mark.slow
+def test_env_lists_tensorflow_and_gpu_state(tmp_path):
+    out = tmp_path / "env.json"
+    result = pipediag("env", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "tensorflow" in result.stdout and "CPU cores" in result.stdout
+    data = json.loads(out.read_text())
+    assert data["tensorflow_version"] and data["cpu_logical"] >= 1
+    assert data["gpus"] == [] and data["gpu_unavailable_reason"]

@@ -1,0 +1,63 @@
+import json
+
+import pytest
+
+from pipediag.diagnosis import SCHEMA_VERSION, Diagnosis, read_json, write_json
+from pipediag.errors import UsageError
+from tests.report.test_terminal import FIX, VERDICT
+from tests.summaries import diagnosis
+
+
+def test_round_trip_is_exact(tmp_path):
+    d = diagnosis(verdict=VERDICT, fixes=[FIX])
+    path = tmp_path / "run.json"
+    write_json(d.to_dict(), str(path))
+    again = read_json(str(path))
+    assert again == d
+    assert again.to_dict() == d.to_dict()
+
+
+def test_json_has_the_documented_contract(tmp_path):
+    data = diagnosis(verdict=VERDICT, fixes=[FIX]).to_dict()
+    assert data["schema_version"] == SCHEMA_VERSION == 1
+    assert data["pipediag_version"] and data["environment"]["cpu_logical"] == 2
+    for name in ("synthetic", "pipeline", "input_only", "tuned"):
+        mode = data["modes"][name]
+        assert set(mode) >= {"batches_per_sec", "step_ms", "steps", "cpu_util_pct", "gpu_util_pct"}
+        assert set(mode["step_ms"]) >= {"median", "p90"}
+    assert set(data["verdict"]) >= {"bottleneck", "confidence", "evidence"}
+    assert set(data["fixes"][0]) >= {"kind", "stage", "title", "code", "measured_speedup"}
+    json.dumps(data, allow_nan=False)  # strict JSON: no NaN or Infinity anywhere
+
+
+def test_write_is_atomic_and_leaves_no_temp_files(tmp_path):
+    path = tmp_path / "out" / "run.json"
+    write_json({"a": 1}, str(path))
+    write_json({"a": 2}, str(path))
+    assert json.loads(path.read_text()) == {"a": 2}
+    assert [p.name for p in path.parent.iterdir()] == ["run.json"]
+
+
+def test_failed_write_keeps_the_old_file(tmp_path):
+    path = tmp_path / "run.json"
+    write_json({"a": 1}, str(path))
+    with pytest.raises(ValueError):
+        write_json({"a": float("nan")}, str(path))
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
+def test_other_schema_versions_are_refused(tmp_path):
+    data = diagnosis().to_dict()
+    data["schema_version"] = 99
+    with pytest.raises(UsageError, match="schema_version 99"):
+        Diagnosis.from_dict(data)
+
+
+def test_bad_files_are_usage_errors(tmp_path):
+    with pytest.raises(UsageError, match="no such file"):
+        read_json(str(tmp_path / "missing.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(UsageError, match="not valid JSON"):
+        read_json(str(bad))

@@ -1,0 +1,49 @@
+import random
+
+import pytest
+
+from pipediag import stats
+
+
+def test_percentile_matches_numpy_linear_method():
+    values = [5, 1, 4, 2, 3]
+    assert stats.percentile(values, 50) == 3
+    assert stats.percentile(values, 90) == pytest.approx(4.6)
+    assert stats.median([1, 2, 3, 4]) == 2.5
+
+
+def test_percentile_of_nothing_raises():
+    with pytest.raises(ValueError):
+        stats.percentile([], 50)
+
+
+def test_median_ci_needs_six_values_and_contains_the_median():
+    assert stats.median_ci([1, 2, 3, 4, 5]) is None
+    values = list(range(1, 101))
+    lo, hi = stats.median_ci(values)
+    assert lo < stats.median(values) < hi
+    assert hi - lo < 25  # ~ ±1 sqrt(n) ranks
+
+
+def test_median_ci_covers_true_median_about_95_percent_of_the_time():
+    rng = random.Random(7)
+    hits = 0
+    trials = 400
+    for _ in range(trials):
+        values = [rng.expovariate(1.0) for _ in range(60)]  # skewed, like step times
+        lo, hi = stats.median_ci(values)
+        hits += lo <= 0.6931 <= hi  # ln 2: the exponential's median
+    assert 0.90 <= hits / trials <= 0.995
+
+
+def test_batch_means_ci_widens_for_autocorrelated_values():
+    rng = random.Random(3)
+    independent = [10 + rng.gauss(0, 1) for _ in range(200)]
+    drifting = [10 + (2 if (i // 20) % 2 else -2) + rng.gauss(0, 1) for i in range(200)]
+    w_ind = stats.relative_half_width(stats.batch_means_ci(independent), 10)
+    w_drift = stats.relative_half_width(stats.batch_means_ci(drifting), 10)
+    assert w_drift > 2 * w_ind
+
+
+def test_batch_means_ci_none_for_few_values():
+    assert stats.batch_means_ci([1.0, 2.0, 3.0, 4.0, 5.0]) is None

@@ -1,0 +1,126 @@
+"""The verdict rules on plain numbers, each threshold tested on both sides."""
+
+import pytest
+
+from pipediag.analysis.modes import InputSideCpu
+from pipediag.verdict import thresholds as T
+from pipediag.verdict.rules import classify_cpu, decide
+from tests.summaries import GiB, oom_error, summary, waiting_cpu
+
+NO_GPU = "NVML could not start"
+
+
+def modes(synthetic, pipeline, input_only=None, tuned=None):
+    return {"synthetic": synthetic, "pipeline": pipeline, "input_only": input_only, "tuned": tuned}
+
+
+def test_input_bound_when_the_pipeline_alone_cannot_keep_up():
+    v = decide(modes(summary("synthetic", 200), summary("pipeline", 50, wait=0.7), summary("input_only", 52)))
+    assert v.bottleneck == "input" and v.confidence == "high"
+    assert any("input alone (no step) 52.0 batches/s = 0.26x" in e for e in v.evidence)
+
+
+@pytest.mark.parametrize("wait, expected", [(0.25, "input"), (0.19, "input"), (0.06, "input"), (0.04, "compute")])
+def test_input_wait_thresholds(wait, expected):
+    # Input alone is fast (no starvation), so only the wait share decides.
+    v = decide(modes(summary("synthetic", 100), summary("pipeline", 100 * (1 - wait)), summary("input_only", 300))
+               | {"pipeline": summary("pipeline", 100 * (1 - wait), wait=wait)})
+    assert v.bottleneck == expected
+
+
+def test_high_wait_is_high_confidence_moderate_wait_is_not():
+    high = decide(modes(summary("synthetic", 100), summary("pipeline", 70, wait=T.INPUT_WAIT_HIGH + 0.05),
+                        summary("input_only", 300)))
+    moderate = decide(modes(summary("synthetic", 100), summary("pipeline", 97, wait=T.INPUT_WAIT_MODERATE + 0.02),
+                            summary("input_only", 300)))
+    assert high.confidence == "high" and high.headline.startswith("highly")
+    assert moderate.confidence == "low" and moderate.headline.startswith("moderately")
+
+
+def test_prefetch_hint_when_input_alone_is_fast_enough():
+    v = decide(modes(summary("synthetic", 100), summary("pipeline", 60, wait=0.4), summary("input_only", 150)))
+    assert any("not overlapped with the step (prefetch)" in e for e in v.evidence)
+
+
+def test_compute_bound_without_gpu_says_it_cannot_tell_host_from_compute():
+    v = decide(modes(summary("synthetic", 20, gpu_reason=NO_GPU), summary("pipeline", 19.8, wait=0.01),
+                     summary("input_only", 400)))
+    assert v.bottleneck == "compute"
+    assert any("no GPU data (NVML could not start)" in e for e in v.evidence)
+
+
+@pytest.mark.parametrize("util, expected", [(95.0, "compute"), (51.0, "compute"), (49.0, "host"), (8.0, "host")])
+def test_gpu_busy_threshold_separates_host_from_compute(util, expected):
+    v = decide(modes(summary("synthetic", 500, gpu_util=util), summary("pipeline", 498, wait=0.0),
+                     summary("input_only", 5000)))
+    assert v.bottleneck == expected
+
+
+def test_real_oom_is_a_memory_verdict_with_the_error_text():
+    synthetic = summary("synthetic", None, steps=0, stop="out_of_memory", error=oom_error())
+    v = decide(modes(synthetic, None, summary("input_only", 100)))
+    assert v.bottleneck == "memory" and v.confidence == "high"
+    assert "OOM when allocating" in v.evidence[0]
+
+
+def test_host_memory_pressure_is_memory():
+    pipeline = summary("pipeline", 50, wait=0.5, available=int(0.04 * 24 * GiB))
+    v = decide(modes(summary("synthetic", 100), pipeline, summary("input_only", 60)))
+    assert v.bottleneck == "memory"
+    pipeline = summary("pipeline", 50, wait=0.5, available=int(0.06 * 24 * GiB))
+    assert decide(modes(summary("synthetic", 100), pipeline, summary("input_only", 60))).bottleneck == "input"
+
+
+def test_gpu_memory_nearly_full_is_memory_with_low_confidence():
+    total = 80 * GiB
+    full = summary("synthetic", 100, gpu_util=99, gpu_mem=int(0.96 * total), gpu_total=total)
+    v = decide(modes(full, summary("pipeline", 99), summary("input_only", 500)))
+    assert v.bottleneck == "memory" and v.confidence == "low"
+    roomy = summary("synthetic", 100, gpu_util=99, gpu_mem=int(0.90 * total), gpu_total=total)
+    assert decide(modes(roomy, summary("pipeline", 99), summary("input_only", 500))).bottleneck == "compute"
+
+
+def test_too_few_steps_is_inconclusive_with_the_reason():
+    v = decide(modes(summary("synthetic", 100), summary("pipeline", 1, steps=T.MIN_STEPS - 1, wait=0.9)))
+    assert v.bottleneck == "inconclusive"
+    assert "too few steps in pipeline mode" in v.reason
+
+
+def test_noise_lowers_confidence():
+    quiet = decide(modes(summary("synthetic", 20), summary("pipeline", 19.9), summary("input_only", 400)))
+    noisy = decide(modes(summary("synthetic", 20, rel_ci=0.4), summary("pipeline", 19.9, rel_ci=0.4),
+                         summary("input_only", 400)))
+    assert quiet.confidence == "high" and noisy.confidence == "low"
+
+
+def test_contention_is_input_bound_even_without_waiting():
+    synthetic = summary("synthetic", 100, compute_ms=10.0)
+    pipeline = summary("pipeline", 70, wait=0.01, compute_ms=14.0, per_core=[95, 97])
+    v = decide(modes(synthetic, pipeline, summary("input_only", 200)))
+    assert v.bottleneck == "input"
+    assert any("competes with it for the CPU" in e for e in v.evidence)
+
+
+@pytest.mark.parametrize(
+    "per_core, kind",
+    [([95, 90], "saturated"), ([100, 5], "one_core"), ([50, 48], "one_core"), ([10, 12], "idle"), ([85, 70], "partial"),
+     ([100, 100, 95, 90], "saturated"), ([100, 5, 3, 2], "one_core")],
+)
+def test_cpu_patterns(per_core, kind):
+    pattern = classify_cpu(InputSideCpu(waiting_cpu(per_core), "while the step waited"))
+    assert pattern.kind == kind
+    assert " ".join(f"{v}%" for v in per_core) in pattern.text
+
+
+def test_idle_pattern_names_iowait_when_there_is_some():
+    pattern = classify_cpu(InputSideCpu(waiting_cpu([5, 6], iowait=35.0), "while the step waited"))
+    assert "iowait 35%" in pattern.text
+
+
+def test_short_waits_fall_back_to_the_input_only_cpu_picture():
+    mixed = waiting_cpu([80, 70], purity=0.3)
+    pipeline = summary("pipeline", 50, wait=0.3, waiting=mixed)
+    input_only = summary("input_only", 55, per_core=[100, 8])
+    v = decide(modes(summary("synthetic", 200), pipeline, input_only))
+    assert v.cpu_pattern.kind == "one_core"
+    assert "while the pipeline ran alone (input_only mode)" in v.cpu_pattern.text

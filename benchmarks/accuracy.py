@@ -60,10 +60,12 @@ def scenario_paths(gpu: bool = False, only: list[str] | None = None) -> list[str
 
 
 def load_scenario(path: str) -> Any:
-    """Import a scenario file the way pipediag imports a target file: its folder on sys.path."""
+    """Import a scenario file the way pipediag imports a target file: its folder on sys.path
+    (and scenarios/ itself, for the shared helpers of scenarios/gpu/)."""
     folder = os.path.dirname(os.path.abspath(path))
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
+    for where in (SCENARIOS, folder):
+        if where not in sys.path:
+            sys.path.insert(0, where)
     name = "scenario_" + os.path.splitext(os.path.basename(path))[0]
     if name in sys.modules:
         return sys.modules[name]
@@ -401,8 +403,23 @@ def machine() -> dict[str, Any]:
          "    try: print(p, m.version(p))\n    except m.PackageNotFoundError: pass"],
         capture_output=True, text=True,
     ).stdout.split("\n")
-    info["packages"] = ", ".join(v.replace(" ", " ") for v in versions if v.strip())
+    info["packages"] = ", ".join(v for v in versions if v.strip())
+    info["gpus"] = _gpu_names()
     return info
+
+
+def _gpu_names() -> list[str]:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # no driver, no library: no GPU to name
+        return []
+    try:
+        return [str(pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)))
+                for i in range(pynvml.nvmlDeviceGetCount())]
+    finally:
+        pynvml.nvmlShutdown()
 
 
 def markdown(rows: list[dict[str, Any]], t: dict[str, Any], meta: dict[str, Any]) -> str:
@@ -411,15 +428,16 @@ def markdown(rows: list[dict[str, Any]], t: dict[str, Any], meta: dict[str, Any]
         "",
         f"- date: {meta['date']}",
         f"- machine: {meta['machine']['platform']}, Python {meta['machine']['python']}, "
-        f"{meta['machine']['cpu_logical']} logical CPUs, {meta['machine']['memory_total_gib']} GiB RAM, no GPU"
-        if meta["kind"] == "cpu" else f"- machine: {meta['machine']}",
+        f"{meta['machine']['cpu_logical']} logical CPUs, {meta['machine']['memory_total_gib']} GiB RAM, "
+        f"GPUs: {', '.join(meta['machine']['gpus']) or 'none'}",
         f"- packages: {meta['machine']['packages']}",
         f"- pipediag at commit {meta['machine']['git_commit']}",
         f"- command: `{meta['command']}` (each mode capped at {meta['max_seconds']:g} s; "
         f"total run {meta['total_s']:.0f} s)",
         "- throughputs are training steps per second (batches/s) with the scenario's own step; pipeline and "
         "tuned come from the diagnosis, AUTOTUNE-only and expert from the same mode runner in a separate "
-        "process right before it (numbers from different processes on a shared 2-core machine vary by ~10%)",
+        "process right before it; numbers from different processes on a shared machine can differ by more "
+        "than their intervals (other work may run beside the benchmark)",
         "",
         "| " + " | ".join(HEADERS) + " |",
         "|" + "---|" * len(HEADERS),

@@ -3,15 +3,16 @@
 `ShapesDataset` is a `tfds.core.GeneratorBasedBuilder` that makes 512 JPEG-encoded 128x128 images
 with labels from a fixed seed. It is prepared once into a temporary `data_dir` (no downloads),
 then read as any tfds user reads a dataset: `tfds.load("pipediag_shapes", data_dir=...)`. tfds
-reads the shards and decodes the JPEGs itself, in parallel; the user then applies a colour and
-crop augmentation in `map(augment)`, which draws random numbers, so TensorFlow leaves it serial.
+reads the shards and decodes the JPEGs itself, in parallel; the user then augments each image in
+`map(augment)` (random crop, flip, JPEG-quality artefacts, brightness), which draws random numbers,
+so TensorFlow leaves it serial.
 
 Expected answer and why:
 - bottleneck `input`: the serial augmentation feeds fewer batches than the small CNN takes.
 - stage `map(augment)`: tfds' own stages (shard interleave, decode) already run in parallel.
 - right: `parallel_map` (the augmentation is per image), `cache` after tfds' decode (512 decoded
   images, ~25 MB, the same every epoch). `prefetch` is fine but not the answer.
-- wrong: `cache@map(augment)` (would replay one epoch's random crops and colours), step-side fixes.
+- wrong: `cache@map(augment)` (would replay one epoch's random crops and artefacts), step-side fixes.
 
 The same prepared folder can be diagnosed directly: `pipediag diagnose tfds:pipediag_shapes
 --data-dir DIR --batch-size 32` (the folder is printed by `python scenarios/tfds_builder.py`).
@@ -69,14 +70,12 @@ def prepared_data_dir():
 
 
 def augment(image, label):
-    image = tf.image.convert_image_dtype(image, tf.float32)
     image = tf.image.random_crop(image, [CROP, CROP, 3])
     image = tf.image.random_flip_left_right(image)
-    image = tf.image.random_brightness(image, 0.2)
-    image = tf.image.random_contrast(image, 0.8, 1.2)
-    image = tf.image.random_saturation(image, 0.8, 1.2)
-    image = tf.image.random_hue(image, 0.05)
-    return image, label
+    # Compression artefacts: re-encode at a random JPEG quality (libjpeg, one core per image).
+    image = tf.image.random_jpeg_quality(image, 30, 95)
+    image = tf.image.convert_image_dtype(image, tf.float32)
+    return tf.image.random_brightness(image, 0.2), label
 
 
 def _load():

@@ -102,7 +102,10 @@ def test_scenario_file_is_complete(path):
 
 
 # -- the regression guard: a fast subset through the real command line -----------------------
-GUARD = ["jpeg_tfrecord_serial", "compute_bound", "oom_batch_size"]
+# Cases whose answer holds with 2-second modes on a shared 2-core machine. compute_bound is left to
+# the benchmark: its verdict rests on a 1.15x gap between modes measured at different times, which
+# other work on the machine can open (docs/verdict.md, contention rule).
+GUARD = ["jpeg_tfrecord_serial", "remote_fetch_map", "oom_batch_size"]
 
 
 @pytest.mark.slow

@@ -54,6 +54,8 @@ def test_judge_stage_only_when_reported():
     j = accuracy.judge(EXPECTED, _found(stage="batch(32)", reported=True, fixes=[("cache", None)]))
     assert j["stage_ok"] is False and not j["correct"]
     assert not accuracy.judge(EXPECTED, _found(bottleneck="compute", fixes=[("cache", None)]))["correct"]
+    compute = dict(EXPECTED, bottleneck="compute", stage=None, right_fixes=[])
+    assert accuracy.judge(compute, _found(bottleneck="compute", stage="batch(64)", reported=True))["stage_ok"] is None
 
 
 def test_found_stage_reads_where_the_anatomy_puts_it():

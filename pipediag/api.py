@@ -190,14 +190,23 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         the_step = standin_step(first.batch)
     state.step = the_step
 
-    feeds: dict[str, BatchFeed] = {}
-
     def run(name: str, next_batch, with_step: bool, **kw) -> ModeRun:
         progress.phase(f"{name} mode")
-        result = run_mode(
-            name, next_batch, the_step.run if with_step else None, rule,
-            clock_ns=clock_ns, progress=progress.mode, **kw,
-        )
+        try:
+            result = run_mode(
+                name, next_batch, the_step.run if with_step else None, rule,
+                clock_ns=clock_ns, progress=progress.mode, **kw,
+            )
+        finally:
+            if isinstance(next_batch, BatchFeed):
+                # Free the iterator now: its prefetch threads and buffers must not linger into
+                # the next mode's measurement.
+                next_batch.close()
+                if next_batch.restarts:
+                    state.notes.append(
+                        f"{name} mode: the dataset ended and was restarted {next_batch.restarts} time(s); "
+                        "restart costs are included"
+                    )
         state.runs[name] = result
         if result.stop_reason == "interrupted":
             raise KeyboardInterrupt
@@ -208,11 +217,9 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     if oom:
         state.notes.append("the step ran out of memory with free input: pipeline and tuned modes were skipped")
     if not oom:
-        feeds["pipeline"] = BatchFeed(dataset, the_step.info.batch_format)
-        run("pipeline", feeds["pipeline"], True)
+        run("pipeline", BatchFeed(dataset, the_step.info.batch_format), True)
     if "input_only" in modes:
-        feeds["input_only"] = BatchFeed(dataset, the_step.info.batch_format)
-        run("input_only", feeds["input_only"], False)
+        run("input_only", BatchFeed(dataset, the_step.info.batch_format), False)
     if "tuned" in modes and not oom and graph is not None:
         progress.phase("tuning the pipeline")
         log = sampler.log()
@@ -230,15 +237,9 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         state.tuning = tuple(tuned.changes)
         state.notes.extend(tuned.notes)
         state.cache_fill_ms = None if tuned.cache_fill_ns is None else tuned.cache_fill_ns / 1e6
-        feeds["tuned"] = BatchFeed(tuned.dataset, the_step.info.batch_format)
-        run("tuned", feeds["tuned"], True)
-        state.tuned_check = _check_tuned(feeds["tuned"].first, first.batch, random=any(s.is_random for s in stages))
-    for name, feed in feeds.items():
-        if feed.restarts:
-            state.notes.append(
-                f"{name} mode: the dataset ended and was restarted {feed.restarts} time(s); restart costs are included"
-            )
-        feed.close()
+        tuned_feed = BatchFeed(tuned.dataset, the_step.info.batch_format)
+        run("tuned", tuned_feed, True)
+        state.tuned_check = _check_tuned(tuned_feed.first, first.batch, random=any(s.is_random for s in stages))
 
 
 def _check_tuned(tuned_first, original_first, random: bool) -> str | None:

@@ -7,16 +7,16 @@ from pipediag.modes.runner import ErrorInfo
 GiB = 2**30
 
 
-def waiting_cpu(per_core, purity=1.0, iowait=None):
+def waiting_cpu(per_core, purity=1.0, iowait=None, process=None):
     return CpuWhileWaiting(
         weight_s=5.0, purity=purity, busy_cores=sum(per_core) / 100.0, per_core_pct=tuple(per_core),
-        process_pct=sum(per_core), iowait_pct=iowait, cores=len(per_core),
+        process_pct=sum(per_core) if process is None else process, iowait_pct=iowait, cores=len(per_core),
     )
 
 
 def summary(name, rate, *, rel_ci=0.03, wait=0.0, steps=100, compute_ms=None, gpu_util=None, gpu_reason="NVML could not start",
             gpu_mem=None, gpu_total=None, per_core=None, waiting=None, stop="stable", error=None,
-            available=12 * GiB, total=24 * GiB, rss=2 * GiB, iowait=None):
+            available=12 * GiB, total=24 * GiB, rss=2 * GiB, iowait=None, process=None):
     step_ms = 1000.0 / rate if rate else None
     return ModeSummary(
         name=name, steps=steps, batches_per_sec=rate,
@@ -29,7 +29,7 @@ def summary(name, rate, *, rel_ci=0.03, wait=0.0, steps=100, compute_ms=None, gp
         first_step_ms=500.0 if name == "synthetic" else None, warmup_steps=5, stop_reason=stop, error=error,
         cpu_util_pct=None if per_core is None else sum(per_core) / len(per_core),
         cpu_per_core_pct=None if per_core is None else tuple(per_core),
-        process_cpu_pct=None if per_core is None else sum(per_core),
+        process_cpu_pct=process if process is not None else (None if per_core is None else sum(per_core)),
         iowait_pct=iowait, cpu_while_waiting=waiting,
         gpu_util_pct=gpu_util, gpu_util_reason=gpu_reason if gpu_util is None else None,
         gpu_memory_used_max_bytes=gpu_mem, gpu_memory_total_bytes=gpu_total,

@@ -64,6 +64,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     if args.demo == bool(args.target):
         raise UsageError("give a TARGET or --demo (not both)", "pipediag diagnose path/to/data.py:make_dataset")
+    # Import TensorFlow through pipediag before the user's file does, so its start-up log lines
+    # are filtered (seen on the H200: a builder file importing TF first let them through).
+    import pipediag.backends.tf  # noqa: F401
     if args.demo:
         from pipediag import demo
 

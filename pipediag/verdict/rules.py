@@ -66,14 +66,20 @@ def _cores(values: tuple[float, ...]) -> str:
 
 
 def classify_cpu(side: InputSideCpu) -> CpuPattern:
+    """Classify by this process's own CPU time (tf.data runs in-process), so that other programs on
+    a shared machine do not pass for a saturated pipeline; the per-core numbers are shown as seen."""
     w, where = side.cpu, side.where
+    own = w.process_pct / 100.0
     per_core = f"per core {_cores(w.per_core_pct)}"
-    busy = f"{w.busy_cores:.1f} of {w.cores} cores busy"
-    if w.busy_cores >= T.CPU_SATURATED_FRAC * w.cores:
+    busy = f"this process {own:.1f} of {w.cores} cores"
+    other = w.busy_cores - own
+    if other >= T.OTHER_LOAD_CORES:
+        busy += f", other processes {other:.1f}"
+    if own >= T.CPU_SATURATED_FRAC * w.cores:
         return CpuPattern("saturated", f"all cores saturated {where} ({busy}; {per_core}): CPU-bound preprocessing")
-    if w.cores >= 2 and T.ONE_CORE_LOW <= w.busy_cores <= T.ONE_CORE_HIGH:
+    if w.cores >= 2 and T.ONE_CORE_LOW <= own <= T.ONE_CORE_HIGH:
         return CpuPattern("one_core", f"about one core busy {where} ({busy}; {per_core}): a serial stage or the Python GIL")
-    if w.busy_cores < T.CPU_IDLE_CORES:
+    if own < T.CPU_IDLE_CORES:
         if w.iowait_pct is not None and w.iowait_pct >= T.IOWAIT_NOTABLE_PCT:
             io = f", iowait {w.iowait_pct:.0f}%: disk reads"
         else:
@@ -91,6 +97,13 @@ def _noisy(m: ModeSummary) -> bool:
         return True
     lo, hi = m.batches_per_sec_ci
     return (hi - lo) / 2 / m.batches_per_sec > T.WIDE_CI_REL
+
+
+def _other_load_cores(m: ModeSummary) -> float:
+    """Cores' worth of CPU used by other processes during a mode (system minus this process)."""
+    if m.cpu_util_pct is None or m.process_cpu_pct is None or not m.cpu_per_core_pct:
+        return 0.0
+    return max(0.0, m.cpu_util_pct / 100.0 * len(m.cpu_per_core_pct) - m.process_cpu_pct / 100.0)
 
 
 def _rate(m: ModeSummary) -> str:
@@ -155,6 +168,13 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False) -> 
     if input_only and input_only.batches_per_sec:
         evidence.append(f"input alone (no step) {_rate(input_only)}" + (f" = {headroom.value:.2f}x the step's free rate" if headroom else ""))
     noisy = _noisy(synthetic) or _noisy(pipeline)
+    busiest = max(present, key=_other_load_cores)
+    if _other_load_cores(busiest) >= T.OTHER_LOAD_CORES:
+        noisy = True
+        evidence.append(
+            f"other processes kept {_other_load_cores(busiest):.1f} cores busy during {busiest.name} mode: "
+            "the timings are contended, so confidence is lowered"
+        )
 
     # 3. input. First: the input side alone cannot keep up with the free step.
     starved = (

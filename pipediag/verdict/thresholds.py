@@ -27,11 +27,15 @@ GPU_BUSY_FOR_COMPUTE_PCT = 50.0
 GPU_MEMORY_FULL_FRAC = 0.95
 HOST_MEMORY_LOW_FRAC = 0.05  # available host memory below 5% of total
 
-# CPU pattern while the step waited, in cores' worth of busy time.
+# CPU pattern while the step waited, in cores' worth of this process's busy time.
 CPU_SATURATED_FRAC = 0.85  # busy >= 85% of all cores: CPU-bound preprocessing
 ONE_CORE_LOW, ONE_CORE_HIGH = 0.6, 1.4  # about one core's worth on a machine with more: serial/GIL
 CPU_IDLE_CORES = 0.5  # under half a core busy: waiting on I/O or sleeps, not computing
 IOWAIT_NOTABLE_PCT = 10.0
+# Other processes using at least half a core during a mode make its timings contended: evidence
+# says so and confidence drops. (Seen on the development machine: a parallel pip install made an
+# input-bound demo's own serial map look like "all cores saturated" when judged system-wide.)
+OTHER_LOAD_CORES = 0.5
 
 # Trust in a mode's numbers.
 MIN_STEPS = 10  # fewer timed steps than this: inconclusive

@@ -124,3 +124,19 @@ def test_short_waits_fall_back_to_the_input_only_cpu_picture():
     v = decide(modes(summary("synthetic", 200), pipeline, input_only))
     assert v.cpu_pattern.kind == "one_core"
     assert "while the pipeline ran alone (input_only mode)" in v.cpu_pattern.text
+
+
+def test_cpu_pattern_counts_this_process_not_other_programs():
+    # System-wide both cores are full, but this process uses one core: a serial stage, and the
+    # rest is someone else's load, which the text names.
+    pattern = classify_cpu(InputSideCpu(waiting_cpu([100, 100], process=100.0), "while the step waited"))
+    assert pattern.kind == "one_core"
+    assert "other processes 1.0" in pattern.text
+
+
+def test_other_load_on_the_machine_lowers_confidence_and_says_so():
+    busy = dict(per_core=[100, 100], process=80.0)  # this process: 0.8 cores of the 2.0 busy
+    quiet = decide(modes(summary("synthetic", 20), summary("pipeline", 19.9), summary("input_only", 400)))
+    v = decide(modes(summary("synthetic", 20, **busy), summary("pipeline", 19.9, **busy), summary("input_only", 400)))
+    assert quiet.confidence == "high" and v.confidence == "low"
+    assert any("other processes kept 1.2 cores busy" in e for e in v.evidence)

@@ -64,6 +64,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     if args.demo == bool(args.target):
         raise UsageError("give a TARGET or --demo (not both)", "pipediag diagnose path/to/data.py:make_dataset")
+    if (args.data_dir or args.split) and not tfds_target.is_tfds_target(args.target):
+        raise UsageError("--data-dir and --split are for tfds:NAME targets",
+                         "pass your builder's own arguments with --arg data_dir=... ")
     # Import TensorFlow through pipediag before the user's file does, so its start-up log lines
     # are filtered (seen on the H200: a builder file importing TF first let them through).
     import pipediag.backends.tf  # noqa: F401
@@ -74,9 +77,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     elif tfds_target.is_tfds_target(args.target):
         builder, label = tfds_target.load(args.target, args.data_dir, args.split), args.target
     else:
-        if args.data_dir or args.split:
-            raise UsageError("--data-dir and --split are for tfds:NAME targets",
-                             "pass your builder's own arguments with --arg data_dir=... ")
         builder, label = targets.load_callable(args.target), args.target
     options = load_step_options(args)
     options.update(

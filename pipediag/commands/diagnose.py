@@ -27,9 +27,13 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
 
 def register(sub) -> None:
     d = sub.add_parser("diagnose", help="run the modes and say what limits training")
-    d.add_argument("target", nargs="?", help="dataset builder: file.py:function or package.module:function")
+    d.add_argument("target", nargs="?", help="dataset builder: file.py:function or package.module:function; "
+                   "or tfds:NAME, a tensorflow-datasets dataset already on disk")
     d.add_argument("--demo", action="store_true", help="diagnose a built-in example (no code of yours needed)")
     add_target_arguments(d)
+    d.add_argument("--data-dir", metavar="DIR", help="tfds:NAME targets: the tfds data dir it was prepared in "
+                   "(default: tfds' own); nothing is ever downloaded")
+    d.add_argument("--split", help="tfds:NAME targets: the split to read (default: train)")
     d.add_argument("--ram-budget-mb", type=positive_int, help="most memory a cache may take (default: half of free)")
     d.add_argument("--json", metavar="FILE", help="write the diagnosis as JSON (schema_version 1)")
 
@@ -53,12 +57,16 @@ def load_step_options(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag import api
     from pipediag.builder import target as targets
+    from pipediag.builder import tfds_target
     from pipediag.diagnosis import write_json
     from pipediag.modes.runner import StopRule
     from pipediag.report.terminal import render_diagnosis
 
     if args.demo == bool(args.target):
         raise UsageError("give a TARGET or --demo (not both)", "pipediag diagnose path/to/data.py:make_dataset")
+    if (args.data_dir or args.split) and not tfds_target.is_tfds_target(args.target):
+        raise UsageError("--data-dir and --split are for tfds:NAME targets",
+                         "pass your builder's own arguments with --arg data_dir=... ")
     # Import TensorFlow through pipediag before the user's file does, so its start-up log lines
     # are filtered (seen on the H200: a builder file importing TF first let them through).
     import pipediag.backends.tf  # noqa: F401
@@ -66,6 +74,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         from pipediag import demo
 
         builder, label = demo.make_dataset, "pipediag.demo:make_dataset (built-in example)"
+    elif tfds_target.is_tfds_target(args.target):
+        builder, label = tfds_target.load(args.target, args.data_dir, args.split), args.target
     else:
         builder, label = targets.load_callable(args.target), args.target
     options = load_step_options(args)

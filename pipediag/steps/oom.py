@@ -2,14 +2,14 @@
 
 TensorFlow raises `ResourceExhaustedError` ("OOM when allocating tensor ..."), JAX raises
 `XlaRuntimeError`/`JaxRuntimeError` whose text starts with RESOURCE_EXHAUSTED, PyTorch raises
-`torch.OutOfMemoryError` ("CUDA out of memory"). Matching on type names and message text keeps
-this module free of all three.
+`torch.OutOfMemoryError` ("CUDA out of memory") on the GPU and a RuntimeError ("can't allocate
+memory") on the CPU. Matching on type names and message text keeps this module free of all three.
 """
 
 from __future__ import annotations
 
 _OOM_TYPE_NAMES = {"ResourceExhaustedError", "OutOfMemoryError", "MemoryError"}
-_OOM_TEXT = ("RESOURCE_EXHAUSTED", "out of memory", "OOM when allocating", "Out of memory")
+_OOM_TEXT = ("RESOURCE_EXHAUSTED", "out of memory", "OOM when allocating", "Out of memory", "can't allocate memory")
 
 
 def is_out_of_memory(error: BaseException) -> bool:

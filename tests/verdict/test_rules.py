@@ -124,3 +124,61 @@ def test_short_waits_fall_back_to_the_input_only_cpu_picture():
     v = decide(modes(summary("synthetic", 200), pipeline, input_only))
     assert v.cpu_pattern.kind == "one_core"
     assert "while the pipeline ran alone (input_only mode)" in v.cpu_pattern.text
+
+
+# -- GPM: how much of the chip worked while NVML called it busy --------------------------------
+
+def gpm_modes(util, **gpm):
+    return modes(summary("synthetic", 500, gpu_util=util, gpm=gpm), summary("pipeline", 498, wait=0.0),
+                 summary("input_only", 5000))
+
+
+@pytest.mark.parametrize("sm_active, expected", [(24.0, "host"), (26.0, "compute")])
+def test_busy_but_barely_working_is_host_on_both_sides_of_the_threshold(sm_active, expected):
+    # NVML: busy all the time. GPM: about a quarter of the SMs had work while it was.
+    v = decide(gpm_modes(100.0, sm_active_pct=sm_active, tensor_active_pct=5.0, dram_bw_pct=5.0))
+    assert v.bottleneck == expected
+    assert abs(v.facts["sm_active_while_busy_pct"] - sm_active) < 1e-9
+    if expected == "host":
+        assert v.facts["gpu_limit"] == "small_kernels"
+        assert "busy but barely working" in v.headline
+        assert any("only 24% of the SMs had work" in e for e in v.evidence)
+
+
+def test_sm_activity_is_judged_against_the_time_the_gpu_was_busy():
+    # 20% SM activity over a GPU busy 60% of the time: a third of the SMs while busy. Not "barely".
+    v = decide(gpm_modes(60.0, sm_active_pct=20.0, tensor_active_pct=40.0))
+    assert v.bottleneck == "compute"
+    assert abs(v.facts["sm_active_while_busy_pct"] - 100 * 20 / 60) < 1e-9
+
+
+@pytest.mark.parametrize("dram, math, limit", [
+    (80.0, 10.0, "memory_bandwidth"), (51.0, 10.0, "memory_bandwidth"), (49.0, 10.0, None),
+    (80.0, 29.0, "memory_bandwidth"), (80.0, 31.0, "math"),
+])
+def test_dram_bandwidth_high_with_idle_math_is_memory_bandwidth_bound(dram, math, limit):
+    v = decide(gpm_modes(98.0, sm_active_pct=95.0, tensor_active_pct=math, fp32_active_pct=math / 2, dram_bw_pct=dram))
+    assert v.bottleneck == "compute"
+    assert v.facts.get("gpu_limit") == limit
+    if limit == "memory_bandwidth":
+        assert "memory-bandwidth-bound" in v.headline
+        assert any(f"DRAM bandwidth at {dram:.0f}% of peak" in e for e in v.evidence)
+
+
+def test_the_busiest_arithmetic_pipe_counts_not_only_tensor_cores():
+    # An FP32 step: tensor cores idle, FP32 pipe busy. Not memory-bound.
+    v = decide(gpm_modes(98.0, sm_active_pct=95.0, tensor_active_pct=0.0, fp32_active_pct=70.0, dram_bw_pct=60.0))
+    assert v.facts["gpu_limit"] == "math"
+
+
+def test_idle_gpu_is_host_and_quotes_gpm_too():
+    v = decide(gpm_modes(20.0, sm_active_pct=3.0, tensor_active_pct=1.0, dram_bw_pct=1.0))
+    assert v.bottleneck == "host" and "mostly idle" in v.headline
+    assert any(e.startswith("GPM in synthetic mode (30 samples): SM activity 3%") for e in v.evidence)
+
+
+def test_without_gpm_the_evidence_says_what_is_unknown():
+    v = decide(modes(summary("synthetic", 500, gpu_util=97.0, gpm_reason="GPM is not supported on this GPU"),
+                     summary("pipeline", 498), summary("input_only", 5000)))
+    assert v.bottleneck == "compute" and "gpu_limit" not in v.facts
+    assert any(e.startswith("no GPM (GPM is not supported on this GPU)") for e in v.evidence)

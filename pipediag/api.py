@@ -254,14 +254,26 @@ def _observed(step: Step | None) -> Observed:
     return step.observed()
 
 
-def _step_info(step: Step | None):
+def _framework(state: _Run) -> str | None:
+    """The step's framework: seen in its results, or, when it failed before returning any (an
+    out-of-memory error on the first step), named by its error."""
+    seen = _observed(state.step).framework
+    if seen not in (None, "host"):
+        return seen
+    for run in state.runs.values():
+        if run.error is not None and run.error.framework in ("jax", "torch", "tensorflow", "keras"):
+            return "tensorflow" if run.error.framework == "keras" else run.error.framework
+    return seen
+
+
+def _step_info(step: Step | None, framework: str | None = None):
     """The step's description with what running it showed: its framework and how it was waited for."""
     if step is None:
         return None
     seen = _observed(step)
     if step.observed is None:
         return step.info
-    return replace(step.info, framework=seen.framework, sync=seen.sync)
+    return replace(step.info, framework=seen.framework or framework, sync=seen.sync)
 
 
 _TF_ONLY_WARNING = "TensorFlow sees none"
@@ -306,7 +318,7 @@ def _check_tuned(tuned_first, original_first, random: bool) -> str | None:
 def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapsed_s: float) -> Diagnosis:
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
     complete = not state.interrupted
-    framework = _observed(state.step).framework
+    framework = _framework(state)
     environment = _environment_for(state.environment, framework)
     notes = list(state.notes) + _framework_notes(framework, summaries)
     verdict = recommendation = None
@@ -327,7 +339,7 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
     return Diagnosis(
         status="complete" if complete else "interrupted",
         target=state.target,
-        step=_step_info(state.step),
+        step=_step_info(state.step, framework),
         environment=environment,
         element=state.element,
         cardinality=state.cardinality,

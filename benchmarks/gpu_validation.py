@@ -155,6 +155,27 @@ def _f(value, fmt="{:.0f}", missing="—"):
     return missing if value is None else fmt.format(value)
 
 
+def util_both_ways(d: dict, mode: str = "synthetic") -> tuple[float | None, float | None]:
+    """Mean NVML utilization in a mode's window from the driver's samples and from the rates,
+    side by side from the raw samples: the run uses the first; the second cross-checks its units."""
+    run = ((d.get("modes") or {}).get(mode) or {}).get("run") or {}
+    lo, hi = run.get("start_ns"), run.get("end_ns")
+    if lo is None or hi is None:
+        return None, None
+    driver, rates = [], []
+    for sample in (d.get("samples") or {}).get("samples", []):
+        if lo <= sample["time_ns"] <= hi and sample.get("gpus"):
+            g = sample["gpus"][0]
+            driver += g.get("util_samples_pct") or []
+            if g.get("util_pct") is not None:
+                rates.append(g["util_pct"])
+    return _mean(driver), _mean(rates)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def case_row(name: str, expected: str, r: dict) -> dict:
     d = r.get("json")
     row = {"case": name, "expected": expected, "rc": r.get("rc"), "took_s": round(r.get("took_s", 0), 1)}
@@ -173,6 +194,7 @@ def case_row(name: str, expected: str, r: dict) -> dict:
         verdict=f"{got} ({v['confidence']})", ok=ok, headline=v.get("headline"),
         synthetic_batches_per_sec=syn.get("batches_per_sec"),
         gpu_busy_pct=syn.get("gpu_util_pct"), util_source=gpu.get("util_source"),
+        util_driver_vs_rates=util_both_ways(d),
         util_readings=gpu.get("util_readings"),
         sm_active_pct=gpm.get("sm_active_pct"), sm_occupancy_pct=gpm.get("sm_occupancy_pct"),
         tensor_pct=gpm.get("tensor_active_pct"), dram_bw_pct=gpm.get("dram_bw_pct"),
@@ -209,6 +231,11 @@ def print_summary(summary: dict) -> None:
               f"{_f(row.get('sm_active_pct')):>5}{_f(row.get('sm_occupancy_pct')):>5}{_f(row.get('tensor_pct')):>5}"
               f"{_f(row.get('dram_bw_pct')):>5}{_f(row.get('fp32_pct')):>5}{_f(row.get('power_w')):>5}"
               f"{_f(row.get('peak_gib'), '{:.2f}'):>8}{row['took_s']:>6}")
+    for row in summary["cases"]:
+        drv, rate = row.get("util_driver_vs_rates") or (None, None)
+        if drv is not None or rate is not None:
+            print(f"  {row['case']}: synthetic-mode NVML busy, driver samples {_f(drv, '{:.1f}')}% "
+                  f"({row.get('util_readings')} readings) vs utilization rates {_f(rate, '{:.1f}')}%")
     for row in summary["cases"]:
         if row.get("headline"):
             print(f"  {row['case']}: {row['headline']} | fixes: {', '.join(row.get('fixes') or []) or 'none'}")
@@ -253,7 +280,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=os.environ.get("OUT") or os.path.join(ROOT, "gpu-validation-out"))
     p.add_argument("--budget-s", type=float, default=450.0, help="stop starting new runs after this (default 450)")
     p.add_argument("--max-seconds", type=float, default=3.0, help="per-mode cap of each diagnosis (default 3)")
-    p.add_argument("--only", help="comma-separated subset: probe,tests,<case names>,sweep,overhead")
+    p.add_argument("--only", help="comma-separated subset: probe,tests,<case names>,sweep,overhead "
+                   "(or overhead_host, overhead_compute)")
     args = p.parse_args(argv)
     out_dir = os.path.abspath(args.out)
     os.makedirs(out_dir, exist_ok=True)
@@ -292,8 +320,8 @@ def main(argv=None) -> int:
             print(f"[sweep] rc={summary['sweep']['rc']} ({summary['sweep']['took_s']:.0f}s)", flush=True)
         else:
             summary["sweep"] = {"rc": "skipped: time budget"}
-    if take("overhead"):
-        for name, rounds in (("host", 6), ("compute", 6)):
+    for name, rounds in (("host", 6), ("compute", 6)):
+        if take("overhead") or take(f"overhead_{name}"):
             if budget.left() < 45:
                 summary["overhead"][name] = {"rc": "skipped: time budget"}
                 continue

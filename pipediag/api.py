@@ -8,6 +8,7 @@ Library code: it returns an object and prints nothing. Progress goes to an optio
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -291,10 +292,12 @@ def _environment_for(env: Environment | None, framework: str | None) -> Environm
 def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
     notes = []
     synthetic = summaries.get("synthetic")
-    if framework == "jax" and synthetic is not None and synthetic.gpu_memory_used_max_bytes is not None:
+    preallocates = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true").lower() not in ("false", "0")
+    if framework == "jax" and preallocates and synthetic is not None and synthetic.gpu_memory_used_max_bytes:
+        share = os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION", ".75")
         notes.append(
-            "JAX reserves 75% of GPU memory when it starts (XLA_PYTHON_CLIENT_PREALLOCATE): NVML's device memory "
-            "shows that reservation; the peak memory column comes from JAX's own memory_stats()"
+            f"JAX reserves a share ({share}) of GPU memory when it starts (XLA_PYTHON_CLIENT_PREALLOCATE): NVML's "
+            "device memory shows that reservation; the step's peak memory comes from JAX's own memory_stats()"
         )
     return notes
 

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Union
+from typing import Union
 
 Script = Union[float, int, Sequence[float], Callable[[float], float], None]
 

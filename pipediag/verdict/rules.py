@@ -6,7 +6,8 @@ Order of the rules (first match wins), each explained in docs/verdict.md:
 3. input   — the pipeline alone is clearly slower than the free step and the fed step is slowed
              accordingly; or the fed step waited for input >= 20% of the time (high), or >= 5%
              (moderate); or it did not wait but ran clearly slower beside the pipeline (contention).
-4. memory  — GPU memory >= 95% full with nothing else limiting (low confidence: preallocation).
+4. memory  — GPU memory >= 95% full with nothing else limiting: the step's peak against what its
+             framework may use (medium), else NVML's device reading (low: preallocation).
 5. host    — with free input the GPU was busy < 50% of the time: per-step overhead; or (GPM) it
              was busy, but while it was, fewer than 25% of its SMs had work: small kernels.
 6. compute — the step itself is the limit; with GPM, memory-bandwidth-bound when DRAM bandwidth
@@ -210,14 +211,11 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False) -> 
 
     # 4-6. the step is the limit: memory pressure, host overhead or compute.
     gpu_util = synthetic.gpu_util_pct
-    mem = synthetic.gpu_memory_used_max_bytes
-    total = synthetic.gpu_memory_total_bytes
-    if mem is not None and total and mem / total >= T.GPU_MEMORY_FULL_FRAC:
-        evidence.append(
-            f"GPU memory {_pct(mem / total)} full ({mem / 2**30:.1f} of {total / 2**30:.1f} GiB) in synthetic mode; "
-            "frameworks may preallocate, so this is an upper bound on real use"
-        )
-        return Verdict("memory", "low", "GPU memory is nearly full", tuple(evidence), facts=facts)
+    full = _memory_full(synthetic)
+    if full is not None:
+        text, confidence = full
+        evidence.append(text)
+        return Verdict("memory", confidence, "GPU memory is nearly full", tuple(evidence), facts=facts)
     confidence = "low" if noisy else "high"
     if gpu_util is not None:
         source = " (driver samples)" if synthetic.gpu and synthetic.gpu.util_source == "driver_samples" else ""
@@ -243,6 +241,25 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False) -> 
         "compute-bound: the step itself is the limit, not the input",
         tuple(evidence), facts=facts,
     )
+
+
+def _memory_full(synthetic: ModeSummary) -> tuple[str, str] | None:
+    """GPU memory >= 95% full: judged on the step's own peak against what its framework may use
+    when the framework tells both (medium confidence), else on NVML's whole-device reading (low:
+    JAX and TensorFlow reserve memory up front, so NVML shows the reservation, not the use)."""
+    total = synthetic.gpu_memory_total_bytes
+    peak = synthetic.peak_memory
+    if peak is not None and peak.scope != "sampled" and (peak.limit_bytes or total):
+        cap = peak.limit_bytes or total
+        if peak.bytes / cap >= T.GPU_MEMORY_FULL_FRAC:
+            return (f"the step's peak memory {peak.bytes / 2**30:.1f} GiB is {_pct(peak.bytes / cap)} of the "
+                    f"{cap / 2**30:.1f} GiB it may use ({peak.source})", "medium")
+        return None
+    mem = synthetic.gpu_memory_used_max_bytes
+    if mem is not None and total and mem / total >= T.GPU_MEMORY_FULL_FRAC:
+        return (f"GPU memory {_pct(mem / total)} full ({mem / 2**30:.1f} of {total / 2**30:.1f} GiB) in synthetic "
+                "mode; frameworks may preallocate, so this is an upper bound on real use", "low")
+    return None
 
 
 def _gpm_text(gpm: Gpm) -> str:

@@ -1,7 +1,10 @@
 """The verdict rules on plain numbers, each threshold tested on both sides."""
 
+from dataclasses import replace
+
 import pytest
 
+from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.modes import InputSideCpu
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.rules import classify_cpu, decide
@@ -78,6 +81,26 @@ def test_gpu_memory_nearly_full_is_memory_with_low_confidence():
     assert v.bottleneck == "memory" and v.confidence == "low"
     roomy = summary("synthetic", 100, gpu_util=99, gpu_mem=int(0.90 * total), gpu_total=total)
     assert decide(modes(roomy, summary("pipeline", 99), summary("input_only", 500))).bottleneck == "compute"
+
+
+@pytest.mark.parametrize("peak_frac, expected", [(0.96, "memory"), (0.94, "compute")])
+def test_the_steps_own_peak_against_its_frameworks_limit_decides_when_known(peak_frac, expected):
+    # JAX preallocated 75% of the card: NVML's device reading says nothing about use. Its own peak does.
+    total, limit = 80 * GiB, 60 * GiB
+    synthetic = replace(summary("synthetic", 100, gpu_util=99, gpu_mem=int(0.75 * total), gpu_total=total),
+                        peak_memory=PeakMemory(int(peak_frac * limit), "jax Device.memory_stats()", "mode", limit))
+    v = decide(modes(synthetic, summary("pipeline", 99), summary("input_only", 500)))
+    assert v.bottleneck == expected
+    if expected == "memory":
+        assert v.confidence == "medium"
+        assert any("of the 60.0 GiB it may use (jax Device.memory_stats())" in e for e in v.evidence)
+
+
+def test_preallocation_seen_by_nvml_is_not_called_full_when_the_framework_says_otherwise():
+    total = 80 * GiB
+    synthetic = replace(summary("synthetic", 100, gpu_util=99, gpu_mem=int(0.97 * total), gpu_total=total),
+                        peak_memory=PeakMemory(2 * GiB, "jax Device.memory_stats()", "mode", int(0.95 * total)))
+    assert decide(modes(synthetic, summary("pipeline", 99), summary("input_only", 500))).bottleneck == "compute"
 
 
 def test_too_few_steps_is_inconclusive_with_the_reason():

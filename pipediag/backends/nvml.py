@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 # NVML errors that say "this GPU or driver will never give this": a reader stops asking.
-_NEVER = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound", "missing")
+_NEVER = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound", "NVMLError_NoPermission",
+          "NVMLError_ArgumentVersionMismatch", "missing")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ accelerator when TensorFlow has one: the synthetic mode's free input.
 
 Batch formats (what a `--step` receives): `tf` tensors; `numpy` arrays (`as_numpy_iterator`:
 read-only views of the CPU tensors, no copy); `dlpack` objects, one per tensor, that JAX and
-PyTorch import without a copy (`jnp.from_dlpack(x)`, `torch.from_dlpack(x)`).
+PyTorch import without a copy (`jnp.from_dlpack(x)`, `torch.from_dlpack(x)`). Tensors from a
+CPU pipeline arrive as CPU arrays either way; the step moves them to its GPU (`jax.device_put`,
+`.cuda()`), which is one host-to-device copy, part of the step's time in every mode.
 """
 
 from __future__ import annotations

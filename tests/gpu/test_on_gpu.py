@@ -36,7 +36,8 @@ def test_nvml_reads_the_basics_and_gpm_sees_a_matmul_load():
     a = jax.device_put(jnp.ones((8192, 8192), jnp.bfloat16), device)
     f = jax.jit(lambda a: (a @ a).sum())
     f(a).block_until_ready()
-    reader.read()  # start the GPM interval
+    time.sleep(0.15)  # GPM wants > 100 ms between samples
+    reader.read()  # start the GPM interval here, after compiling
     end = time.monotonic() + 0.6
     while time.monotonic() < end:
         f(a).block_until_ready()

@@ -10,10 +10,10 @@ user would run it; its JSON, stdout and stderr land in the output folder):
   2. gpu tests `pytest -m gpu tests/gpu` when pytest is importable (skipped otherwise).
   3. diagnose  the scenarios in scenarios/gpu: host, small_kernels, compute, bandwidth, input,
                memory — each with its expected verdict.
-  4. sweep     scenarios/gpu/sweep.py at batch sizes 64..16384 under --gpu-memory-limit 3072.
+  4. sweep     scenarios/gpu/sweep.py at batch sizes 64..65536 under --gpu-memory-limit 3072.
   5. overhead  the sampler's cost on step throughput (benchmarks/sampler_overhead.py) for the
                host-bound step (the most sensitive: Python dispatch competes with the sampler
-               thread for the GIL) and the compute-bound step.
+               thread for the GIL) and the compute-bound step: 10 rounds of 1.5 s on/off blocks.
 Then it prints one summary table (and writes summary.json). A case that fails or times out is
 reported as such; the rest still run. Nothing here decides thresholds: it reports what it saw.
 """
@@ -40,7 +40,7 @@ CASES = [
     ("input", "input", [], 120),
     ("memory", "memory", [], 80),
 ]
-SWEEP_SIZES = "64,256,1024,4096,16384"
+SWEEP_SIZES = "64,256,1024,4096,16384,65536"
 SWEEP_LIMIT_MB = 3072
 
 
@@ -323,12 +323,12 @@ def main(argv=None) -> int:
             print(f"[sweep] rc={summary['sweep']['rc']} ({summary['sweep']['took_s']:.0f}s)", flush=True)
         else:
             summary["sweep"] = {"rc": "skipped: time budget"}
-    for name, rounds in (("host", 6), ("compute", 6)):
+    for name, rounds in (("host", 10), ("compute", 10)):
         if take("overhead") or take(f"overhead_{name}"):
             if budget.left() < 45:
                 summary["overhead"][name] = {"rc": "skipped: time budget"}
                 continue
-            summary["overhead"][name] = overhead_case(name, min(90, budget.left() - 10), out_dir, rounds, 2.0)
+            summary["overhead"][name] = overhead_case(name, min(90, budget.left() - 10), out_dir, rounds, 1.5)
             print(f"[overhead {name}] rc={summary['overhead'][name]['rc']}", flush=True)
     summary["took_s"] = time.monotonic() - started
     with open(os.path.join(out_dir, "summary.json"), "w") as f:

@@ -2,8 +2,8 @@
 
 At small batches the step is per-step overhead (throughput grows with the batch); at large ones
 the tensor cores are saturated (it stops growing: the knee). Activations grow with the batch
-(~160 KB per example), so under `--gpu-memory-limit 3072` the larger sizes run out of memory:
-the OOM edge. Inputs are 64 floats per example, so tf.data keeps up at every size.
+(~160 KB per example, estimated), so under `--gpu-memory-limit 3072` the larger sizes (16384 or
+65536) run out of memory: the OOM edge. Inputs are 64 floats per example, so tf.data keeps up.
 """
 
 import os

@@ -154,7 +154,7 @@ def metrics_line(d: Diagnosis) -> RenderableType | None:
     text.append("GPU metrics: ", style="dim")
     names = [METRIC_LABELS.get(k, k) for k in seen.available if k != "memory_total_bytes"]
     text.append(", ".join(names) if names else "none")
-    missing = {k: v for k, v in seen.unavailable.items() if k in METRIC_LABELS and k != "device"}
+    missing = {k: seen.unavailable[k] for k in METRIC_LABELS if k in seen.unavailable}
     if missing:
         text.append("\nnot available: ", style="dim")
         by_reason: dict[str, list[str]] = {}

@@ -8,6 +8,7 @@ Library code: it returns an object and prints nothing. Progress goes to an optio
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -25,7 +26,7 @@ from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun, StopRule, run_mode
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
-from pipediag.steps.step import BATCH_FORMATS, Step
+from pipediag.steps.step import BATCH_FORMATS, Observed, Step
 from pipediag.verdict.rules import classify_cpu, decide
 
 
@@ -134,6 +135,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     from pipediag.modes.feeds import BatchFeed, constant_feed
     from pipediag.modes.tuning import tune
     from pipediag.modes.tuning_rules import TuningFacts
+    from pipediag.steps.device_memory import DeviceMemory
     from pipediag.steps.keras_step import keras_step
     from pipediag.steps.standin import standin_step
     from pipediag.steps.user_step import user_step
@@ -190,8 +192,12 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         the_step = standin_step(first.batch)
     state.step = the_step
 
+    memory = DeviceMemory(lambda: _observed(the_step).framework)
+
     def run(name: str, next_batch, with_step: bool, **kw) -> ModeRun:
         progress.phase(f"{name} mode")
+        if with_step:
+            memory.start()
         try:
             result = run_mode(
                 name, next_batch, the_step.run if with_step else None, rule,
@@ -207,6 +213,8 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
                         f"{name} mode: the dataset ended and was restarted {next_batch.restarts} time(s); "
                         "restart costs are included"
                     )
+        if with_step:
+            result = replace(result, device_memory=memory.stop())
         state.runs[name] = result
         if result.stop_reason == "interrupted":
             raise KeyboardInterrupt
@@ -242,6 +250,60 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         state.tuned_check = _check_tuned(tuned_feed.first, first.batch, random=any(s.is_random for s in stages))
 
 
+def _observed(step: Step | None) -> Observed:
+    if step is None or step.observed is None:
+        kind = None if step is None else {"keras": "tensorflow", "standin": "tensorflow"}.get(step.info.kind)
+        return Observed(kind, None)
+    return step.observed()
+
+
+def _framework(state: _Run) -> str | None:
+    """The step's framework: seen in its results, or, when it failed before returning any (an
+    out-of-memory error on the first step), named by its error."""
+    seen = _observed(state.step).framework
+    if seen not in (None, "host"):
+        return seen
+    for run in state.runs.values():
+        if run.error is not None and run.error.framework in ("jax", "torch", "tensorflow", "keras"):
+            return "tensorflow" if run.error.framework == "keras" else run.error.framework
+    return seen
+
+
+def _step_info(step: Step | None, framework: str | None = None):
+    """The step's description with what running it showed: its framework and how it was waited for."""
+    if step is None:
+        return None
+    seen = _observed(step)
+    if step.observed is None:
+        return step.info
+    return replace(step.info, framework=seen.framework or framework, sync=seen.sync)
+
+
+_TF_ONLY_WARNING = "TensorFlow sees none"
+
+
+def _environment_for(env: Environment | None, framework: str | None) -> Environment | None:
+    """Drop the warning that TensorFlow cannot use the GPU when the step is JAX's or PyTorch's:
+    there TensorFlow only feeds the input, on the CPU, as intended."""
+    if env is None or framework not in ("jax", "torch"):
+        return env
+    kept = tuple(w for w in env.warnings if _TF_ONLY_WARNING not in w)
+    return replace(env, warnings=kept)
+
+
+def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
+    notes = []
+    synthetic = summaries.get("synthetic")
+    preallocates = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true").lower() not in ("false", "0")
+    if framework == "jax" and preallocates and synthetic is not None and synthetic.gpu_memory_used_max_bytes:
+        share = os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION", ".75")
+        notes.append(
+            f"JAX reserves a share ({share}) of GPU memory when it starts (XLA_PYTHON_CLIENT_PREALLOCATE): NVML's "
+            "device memory shows that reservation; the step's peak memory comes from JAX's own memory_stats()"
+        )
+    return notes
+
+
 def _check_tuned(tuned_first, original_first, random: bool) -> str | None:
     """Does the tuned pipeline produce what the user's does? Values for a deterministic
     pipeline, structure for a random one (its values differ from run to run anyway)."""
@@ -261,6 +323,9 @@ def _check_tuned(tuned_first, original_first, random: bool) -> str | None:
 def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapsed_s: float) -> Diagnosis:
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
     complete = not state.interrupted
+    framework = _framework(state)
+    environment = _environment_for(state.environment, framework)
+    notes = list(state.notes) + _framework_notes(framework, summaries)
     verdict = recommendation = None
     if "synthetic" in summaries:
         verdict = decide(summaries, gpu_expected=bool(state.environment and state.environment.gpus))
@@ -274,12 +339,13 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
             verdict, summaries, list(state.tuning),
             gpu_present=bool(state.environment and state.environment.gpus),
             tf_gpu_without_memory_growth=bool(state.environment and state.environment.tf_gpu_without_memory_growth),
+            framework=framework,
         )
     return Diagnosis(
         status="complete" if complete else "interrupted",
         target=state.target,
-        step=state.step.info if state.step else None,
-        environment=state.environment,
+        step=_step_info(state.step, framework),
+        environment=environment,
         element=state.element,
         cardinality=state.cardinality,
         first_batch_ms=state.first_batch_ms,
@@ -300,6 +366,6 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
             "rel_half_width": rule.rel_half_width,
             "sample_interval_s": log.interval_s,
         },
-        notes=tuple(state.notes),
+        notes=tuple(notes),
         elapsed_s=elapsed_s,
     )

@@ -158,7 +158,8 @@ def write_json(data: dict[str, Any], path: str) -> None:
         raise
 
 
-def read_json(path: str) -> Diagnosis:
+def read_data(path: str) -> dict[str, Any]:
+    """The JSON object in a file written by --json (a diagnosis, or a sweep: see its "kind")."""
     try:
         with open(path) as f:
             data = json.load(f)
@@ -166,4 +167,10 @@ def read_json(path: str) -> Diagnosis:
         raise UsageError(f"no such file: {path}", "give the path of a JSON file written by --json") from None
     except json.JSONDecodeError as error:
         raise UsageError(f"{path} is not valid JSON ({error})", "give a file written by pipediag --json") from None
-    return Diagnosis.from_dict(data)
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} holds no pipediag result", "give a file written by pipediag --json")
+    return data
+
+
+def read_json(path: str) -> Diagnosis:
+    return Diagnosis.from_dict(read_data(path))

@@ -32,6 +32,8 @@ class Environment:
     gpus: tuple[GpuDevice, ...] = ()
     gpu_unavailable_reason: str | None = None
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    gpm_supported: bool | None = None  # GPM (Hopper+ SM/tensor/DRAM activity); None without a GPU
+    gpm_reason: str | None = None  # why not, when not
 
     @property
     def tf_gpu_without_memory_growth(self) -> bool:
@@ -67,6 +69,8 @@ class Environment:
 def collect(*, with_tensorflow: bool = True, nvml_lib: Any | None = None) -> Environment:
     reader = GpuReader(nvml_lib).open()
     gpus, driver, reason = reader.devices, reader.driver_version, reader.unavailable_reason
+    gpm = reader.gpm_available if reader.available else None
+    gpm_reason = None if gpm in (None, True) else reader.metric_reasons.get("gpm_sm_active_pct")
     reader.close()
     tf_version = cuda = growth = None
     devices: tuple[str, ...] = ()
@@ -93,6 +97,8 @@ def collect(*, with_tensorflow: bool = True, nvml_lib: Any | None = None) -> Env
         nvml_driver=driver,
         gpus=tuple(gpus),
         gpu_unavailable_reason=reason,
+        gpm_supported=gpm,
+        gpm_reason=gpm_reason,
     )
     return _with_warnings(env)
 

@@ -70,6 +70,11 @@ def batch_means_ci(values: Sequence[float], batches: int = 10, z: float = Z_95) 
     return grand - half, grand + half
 
 
+def t_95(dof: int) -> float:
+    """Two-sided 95% Student t quantile (for intervals on a handful of paired measurements)."""
+    return _t_95(dof)
+
+
 def _t_95(dof: int) -> float:
     """Two-sided 95% Student t quantile for small degrees of freedom."""
     table = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}

@@ -25,3 +25,26 @@ def quick_rule():
     from pipediag.modes.runner import StopRule
 
     return StopRule(max_seconds=3.0, min_seconds=0.5, min_steps=10, warmup_steps=3)
+
+
+def _nvml_gpu_reason():
+    """None when NVML sees a GPU; else why `gpu` tests are skipped."""
+    from pipediag.backends import nvml
+
+    session = nvml.open_session()
+    if isinstance(session, nvml.NotAvailable):
+        return session.reason
+    session.close()
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    reason = _nvml_gpu_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU with NVML: {reason}")
+    for item in gpu_items:
+        item.add_marker(skip)

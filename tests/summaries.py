@@ -1,5 +1,6 @@
 """Plain-number ModeSummary factories for the verdict, fixes and report tests."""
 
+from pipediag.analysis.gpu import Gpm, GpuWindow
 from pipediag.analysis.modes import ModeSummary
 from pipediag.analysis.waiting import CpuWhileWaiting
 from pipediag.modes.runner import ErrorInfo
@@ -16,8 +17,23 @@ def waiting_cpu(per_core, purity=1.0, iowait=None, process=None):
 
 def summary(name, rate, *, rel_ci=0.03, wait=0.0, steps=100, compute_ms=None, gpu_util=None, gpu_reason="NVML could not start",
             gpu_mem=None, gpu_total=None, per_core=None, waiting=None, stop="stable", error=None,
-            available=12 * GiB, total=24 * GiB, rss=2 * GiB, iowait=None, process=None):
+            available=12 * GiB, total=24 * GiB, rss=2 * GiB, iowait=None, process=None, gpm=None, gpm_reason=None):
+    """`gpm`: dict of Gpm fields (sm_active_pct, tensor_active_pct, dram_bw_pct, ...), or None;
+    with gpu_util given, the mode gets a GpuWindow (with GPM when `gpm` is given).
+    `process`: this process's CPU % (100 = one core); defaults to the sum of `per_core`."""
     step_ms = 1000.0 / rate if rate else None
+    window = None
+    if gpu_util is not None:
+        g = None
+        if gpm is not None:
+            values = dict(sm_active_pct=None, sm_occupancy_pct=None, tensor_active_pct=None, dram_bw_pct=None,
+                          fp32_active_pct=None, fp16_active_pct=None, samples=30)
+            values.update(gpm)
+            g = Gpm(**values)
+        window = GpuWindow(util_pct=gpu_util, util_source="utilization_rates", util_readings=30, power_w_mean=300.0,
+                           sm_clock_mhz_mean=1980.0, mem_clock_mhz_mean=3201.0, pcie_tx_bytes_per_s_mean=None,
+                           pcie_rx_bytes_per_s_mean=None, process_memory_max_bytes=None, gpm=g,
+                           gpm_reason=None if g else (gpm_reason or "GPM is not supported on this GPU"))
     return ModeSummary(
         name=name, steps=steps, batches_per_sec=rate,
         batches_per_sec_ci=None if rate is None else (rate * (1 - rel_ci), rate * (1 + rel_ci)),
@@ -34,6 +50,7 @@ def summary(name, rate, *, rel_ci=0.03, wait=0.0, steps=100, compute_ms=None, gp
         gpu_util_pct=gpu_util, gpu_util_reason=gpu_reason if gpu_util is None else None,
         gpu_memory_used_max_bytes=gpu_mem, gpu_memory_total_bytes=gpu_total,
         rss_max_bytes=rss, host_available_min_bytes=available, host_total_bytes=total, samples=50,
+        gpu=window,
     )
 
 

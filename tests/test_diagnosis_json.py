@@ -61,3 +61,32 @@ def test_bad_files_are_usage_errors(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(UsageError, match="not valid JSON"):
         read_json(str(bad))
+
+
+def test_gpu_fields_round_trip_exactly(tmp_path):
+    from dataclasses import replace
+
+    from pipediag.samples.readings import CpuReading, GpuReading, Sample, SampleLog
+    from pipediag.steps.device_memory import FrameworkMemory
+    from pipediag.steps.step import StepInfo
+    from tests.report.test_terminal import gpu_diagnosis
+
+    d = gpu_diagnosis(gpu_metrics={"gpm_sm_active_pct": "GPM (nvmlGpmMetricsGet)"},
+                      gpu_metric_reasons={"util_samples_pct": "Not Supported"})
+    cpu = CpuReading(50.0, (60.0, 40.0), 100.0, 0.0, 2**30, 2**33, 2**34)
+    gpu = GpuReading(0, 97.0, 2**30, 2**34, 300.0, 1980.0, 3201.0, (95.0, 99.0), 1e6, 2e6, 3 * 2**30, 91.0, 40.0, 63.0,
+                     28.0, 5.0, None)
+    runs = {name: replace(run, device_memory=FrameworkMemory("jax", "Device.memory_stats()", "cuda:0", 5, 4, 10, "mode"))
+            for name, run in d.runs.items()}
+    d = replace(d, runs=runs, samples=replace(d.samples, samples=(Sample(5, cpu, (gpu,)),)),
+                step=StepInfo("user", "s", "dlpack", "jax", "block_until_ready() on the step's JAX arrays"))
+    path = tmp_path / "gpu.json"
+    write_json(d.to_dict(), str(path))
+    again = read_json(str(path))
+    assert again == d
+    data = json.loads(path.read_text())
+    assert data["modes"]["synthetic"]["gpu"]["gpm"]["sm_active_pct"] == 91.0
+    assert data["modes"]["synthetic"]["peak_memory"]["source"] == "jax Device.memory_stats()"
+    assert data["samples"]["samples"][0]["gpus"][0]["util_samples_pct"] == [95.0, 99.0]
+    assert data["samples"]["gpu_metrics"] == {"gpm_sm_active_pct": "GPM (nvmlGpmMetricsGet)"}
+    assert data["step"]["framework"] == "jax"

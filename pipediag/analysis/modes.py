@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipediag import stats
+from pipediag.analysis.gpu import GpuWindow, PeakMemory, gpu_window, peak_memory
 from pipediag.analysis.waiting import CpuWhileWaiting, cpu_while_waiting
 from pipediag.modes.runner import ErrorInfo, ModeRun
 from pipediag.samples.readings import SampleLog
@@ -34,14 +35,17 @@ class ModeSummary:
     process_cpu_pct: float | None  # 100 = one core
     iowait_pct: float | None
     cpu_while_waiting: CpuWhileWaiting | None
-    gpu_util_pct: float | None  # mean NVML utilisation over the mode's samples, first GPU
+    gpu_util_pct: float | None  # mean NVML utilisation over the mode's window, first GPU
     gpu_util_reason: str | None  # why gpu_util_pct is None
-    gpu_memory_used_max_bytes: int | None
+    gpu_memory_used_max_bytes: int | None  # the whole device (every process, preallocation included)
     gpu_memory_total_bytes: int | None
     rss_max_bytes: int | None
     host_available_min_bytes: int | None
     host_total_bytes: int | None
     samples: int
+    gpu: GpuWindow | None = None  # the first GPU in detail: util source, GPM, power, clocks, PCIe
+    peak_memory: PeakMemory | None = None  # the step's device memory: the framework's peak, else NVML's
+    peak_memory_reason: str | None = None  # why peak_memory is None
 
     @property
     def measured(self) -> bool:
@@ -69,7 +73,9 @@ def summarize(run: ModeRun, log: SampleLog) -> ModeSummary:
         rate_ci = (1e9 / mean_ci[1], 1e9 / mean_ci[0])
     median_ci = stats.median_ci(step_ns) if n else None
 
-    gpu_util = [g.util_pct for s in samples for g in s.gpus[:1] if g.util_pct is not None]
+    window = gpu_window(samples, log)
+    gpu_util = [window.util_pct] if window is not None and window.util_pct is not None else []
+    peak, peak_reason = peak_memory(run.device_memory, window, log)
     gpu_mem = [g.memory_used_bytes for s in samples for g in s.gpus[:1] if g.memory_used_bytes is not None]
     gpu_total = next((g.memory_total_bytes for s in samples for g in s.gpus[:1] if g.memory_total_bytes), None)
     if log.gpu_unavailable_reason:
@@ -108,6 +114,9 @@ def summarize(run: ModeRun, log: SampleLog) -> ModeSummary:
         host_available_min_bytes=min((s.cpu.available_bytes for s in samples), default=None),
         host_total_bytes=samples[0].cpu.total_bytes if samples else None,
         samples=len(samples),
+        gpu=window,
+        peak_memory=peak,
+        peak_memory_reason=peak_reason,
     )
 
 
@@ -148,6 +157,10 @@ def summary_from_dict(d: dict[str, Any]) -> ModeSummary:
     w = d.get("cpu_while_waiting")
     if w is not None:
         d["cpu_while_waiting"] = CpuWhileWaiting(**{**w, "per_core_pct": tuple(w["per_core_pct"])})
+    if d.get("gpu") is not None:
+        d["gpu"] = GpuWindow.from_dict(d["gpu"])
+    if d.get("peak_memory") is not None:
+        d["peak_memory"] = PeakMemory(**d["peak_memory"])
     return ModeSummary(**d)
 
 

@@ -8,19 +8,35 @@ injected, so tests and `--demo` drive the same code with the scripted fake in `f
 
 from __future__ import annotations
 
+import math
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+# NVML errors that say "this GPU or driver will never give this": a reader stops asking.
+_NEVER = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound", "NVMLError_NoPermission",
+          "NVMLError_ArgumentVersionMismatch", "missing")
 
 
 @dataclass(frozen=True)
 class NotAvailable:
-    """A metric that could not be read, and why. Never mistaken for a zero."""
+    """A metric that could not be read, and why. Never mistaken for a zero.
+
+    `kind` is the NVML error class name (e.g. NVMLError_NotSupported, NVMLError_NotFound), or
+    "missing" when the binding lacks the function; empty when not from an NVML call.
+    """
 
     reason: str
+    kind: str = ""
 
     def __bool__(self) -> bool:  # `if value:` must not treat it as a reading
         return False
+
+    @property
+    def permanent(self) -> bool:
+        """Not supported here at all (as opposed to a failure that may pass)."""
+        return self.kind in _NEVER
 
 
 def is_available(value: Any) -> bool:
@@ -44,15 +60,22 @@ class NvmlSession:
         self._closed = False
 
     def query(self, fn_name: str, *args: Any) -> Any:
+        fn = getattr(self.lib, fn_name, None)
+        if fn is None:
+            return NotAvailable(f"{fn_name} is not in this NVML binding", "missing")
+        return self.call(fn_name, fn, *args)
+
+    def call(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run `fn(*args)` under the session lock; an NVML error becomes NotAvailable."""
         with self._lock:
             if self._closed:
                 return NotAvailable("NVML session closed")
             try:
-                return getattr(self.lib, fn_name)(*args)
+                return fn(*args)
             except self.lib.NVMLError as error:
-                return NotAvailable(f"{fn_name}: {error}")
-            except AttributeError:
-                return NotAvailable(f"{fn_name} is not in this NVML binding")
+                return NotAvailable(f"{label}: {error}", type(error).__name__)
+            except AttributeError as error:  # an older binding without a struct or constant
+                return NotAvailable(f"{label}: this NVML binding lacks {error.name or error}", "missing")
 
     def close(self) -> None:
         with self._lock:
@@ -83,6 +106,49 @@ def open_session(lib: Any | None = None) -> NvmlSession | NotAvailable:
         session.close()
         return NotAvailable("NVML found no NVIDIA GPU")
     return session
+
+
+def sample_value(value_type: int, sample: Any) -> float:
+    """The number in an `nvmlSample_t`, whose union member depends on NVML's value type."""
+    field = _VALUE_FIELDS.get(value_type, "uiVal")
+    return float(getattr(sample.sampleValue, field))
+
+
+# nvmlValueType_t -> the member of nvmlValue_t that holds it.
+_VALUE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+
+
+def gpm_metrics(session: NvmlSession, sample1: Any, sample2: Any, metric_ids: Sequence[int]) -> Any:
+    """GPM metrics between two samples: {metric_id: value or NotAvailable}, or NotAvailable.
+
+    Builds pynvml's `c_nvmlGpmMetricsGet_t` request as NVML documents it (version, count,
+    the two samples, one metricId per slot) and reads back each slot's own return code.
+    """
+    lib = session.lib
+
+    def get() -> dict[int, Any]:
+        request = lib.c_nvmlGpmMetricsGet_t()
+        request.version = lib.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = len(metric_ids)
+        request.sample1 = sample1
+        request.sample2 = sample2
+        for slot, metric_id in enumerate(metric_ids):
+            request.metrics[slot].metricId = metric_id
+        lib.nvmlGpmMetricsGet(request)
+        out: dict[int, Any] = {}
+        for slot, metric_id in enumerate(metric_ids):
+            metric = request.metrics[slot]
+            value = float(metric.value)
+            if metric.nvmlReturn != getattr(lib, "NVML_SUCCESS", 0):
+                out[metric_id] = NotAvailable(f"GPM metric {metric_id}: NVML error {metric.nvmlReturn}",
+                                              "NVMLError_NotSupported" if metric.nvmlReturn == 3 else "")
+            elif not math.isfinite(value):
+                out[metric_id] = NotAvailable(f"GPM metric {metric_id}: not a number ({value})")
+            else:
+                out[metric_id] = value
+        return out
+
+    return session.call("nvmlGpmMetricsGet", get)
 
 
 def to_text(value: Any) -> str:

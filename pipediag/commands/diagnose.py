@@ -10,17 +10,21 @@ from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_OK, RichProgress, po
 from pipediag.errors import UsageError
 
 
-def add_target_arguments(p: argparse.ArgumentParser) -> None:
+def add_target_arguments(p: argparse.ArgumentParser, *, batch_size: bool = True, max_seconds: float = 10.0) -> None:
     """The options that say what to run: shared by diagnose and the commands built on it."""
     who = p.add_mutually_exclusive_group()
     who.add_argument("--model", metavar="SPEC", help="function returning a compiled Keras model")
     who.add_argument("--step", metavar="SPEC", help="function returning step(batch), any framework")
-    p.add_argument("--batch-size", type=positive_int, help="passed to the builder if it takes batch_size; "
-                   "otherwise pipediag batches an unbatched dataset")
+    if batch_size:
+        p.add_argument("--batch-size", type=positive_int, help="passed to the builder if it takes batch_size; "
+                       "otherwise pipediag batches an unbatched dataset")
     p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE", help="keyword argument for the builder")
     p.add_argument("--batched", action="store_true", help="elements are already batches (e.g. a generator of batches)")
-    p.add_argument("--batch-format", choices=["tf", "numpy"], default="tf", help="what --step receives (default: tf)")
-    p.add_argument("--max-seconds", type=positive_float, default=10.0, help="time cap per mode (default: 10)")
+    p.add_argument("--batch-format", choices=["tf", "numpy", "dlpack"], default="tf",
+                   help="what --step receives: tf tensors, numpy arrays (for JAX/PyTorch steps), or dlpack objects "
+                   "(jnp.from_dlpack / torch.from_dlpack, no copy) (default: tf)")
+    p.add_argument("--max-seconds", type=positive_float, default=max_seconds,
+                   help=f"time cap per mode (default: {max_seconds:g})")
     p.add_argument("--sample-hz", type=positive_float, default=10.0, help="CPU/GPU sampling rate (default: 10)")
     p.add_argument("--quiet", action="store_true", help="no progress bars; the report only")
 
@@ -49,7 +53,7 @@ def load_step_options(args: argparse.Namespace) -> dict:
         step = targets.call_user(targets.load_callable(args.step), {}, "step builder")
     return dict(
         model=model, step=step, builder_kwargs=dict(targets.parse_kwarg(a) for a in args.arg),
-        batch_size=args.batch_size, batched=args.batched, batch_format=args.batch_format,
+        batch_size=getattr(args, "batch_size", None), batched=args.batched, batch_format=args.batch_format,
         sample_hz=args.sample_hz, step_label=args.model or args.step,
     )
 

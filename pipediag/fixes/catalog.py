@@ -1,14 +1,15 @@
 """Every fix kind pipediag knows: a title and a code snippet, filled in with the user's stage.
 
 Snippets show the change in the user's terms (`map(decode_example)` becomes
-`map(decode_example, num_parallel_calls=tf.data.AUTOTUNE)`), not generic advice.
+`map(decode_example, num_parallel_calls=tf.data.AUTOTUNE)`), not generic advice. Fixes to the step
+itself are written for the step's framework (`framework=` jax, torch or tensorflow/Keras).
 """
 
 from __future__ import annotations
 
 FIX_KINDS = (
     "prefetch", "parallel_map", "interleave", "cache", "vectorize_map", "snapshot", "tf_data_service",
-    "mixed_precision", "xla", "batch_size", "memory_growth", "threading",
+    "mixed_precision", "xla", "batch_size", "memory_growth", "threading", "gradient_accumulation", "allocator",
 )
 
 
@@ -21,8 +22,14 @@ def _fn(stage: str | None, default: str = "fn") -> str:
     return default
 
 
-def title(kind: str, stage: str | None) -> str:
+def title(kind: str, stage: str | None, framework: str | None = None) -> str:
     where = f" `{stage}`" if stage else ""
+    if kind == "xla" and framework == "jax":
+        return "Compile the whole step with jax.jit, so XLA fuses it into few kernels"
+    if kind == "xla" and framework == "torch":
+        return "Compile the step with torch.compile (fused kernels, CUDA graphs)"
+    if kind == "allocator" and framework == "torch":
+        return "Let PyTorch's allocator grow segments instead of fragmenting (expandable_segments)"
     return {
         "prefetch": "Overlap input with the step: end the pipeline with prefetch(AUTOTUNE)",
         "parallel_map": f"Run{where} in parallel: it runs on one core",
@@ -36,6 +43,8 @@ def title(kind: str, stage: str | None) -> str:
         "batch_size": "Change the batch size",
         "memory_growth": "Let TensorFlow allocate GPU memory as needed (memory growth)",
         "threading": "Give tf.data more threads than cores for slow reads",
+        "gradient_accumulation": "Accumulate gradients over smaller batches (same effective batch, less memory)",
+        "allocator": "Let JAX use more of the GPU's memory (it reserves 75% by default)",
     }[kind]
 
 
@@ -65,10 +74,40 @@ def code(kind: str, stage: str | None, **details) -> str:
             "ds = ds.apply(tf.data.experimental.service.distribute(\n"
             "    processing_mode='parallel_epochs', service='grpc://DISPATCHER:5000'))"
         )
+    framework = details.get("framework")
     if kind == "mixed_precision":
+        if framework == "jax":
+            return (
+                "compute = jax.tree.map(lambda p: p.astype(jnp.bfloat16), params)  # bfloat16 compute copy\n"
+                "loss, grads = jax.value_and_grad(loss_fn)(compute, batch)      # keep float32 params for the update"
+            )
+        if framework == "torch":
+            return (
+                "with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+                "    loss = loss_fn(model(x), y)\n"
+                "loss.backward()"
+            )
         return "keras.mixed_precision.set_global_policy('mixed_bfloat16')  # before building the model"
     if kind == "xla":
-        return "model.compile(..., jit_compile=True)  # or @tf.function(jit_compile=True) / jax.jit"
+        if framework == "jax":
+            return "step = jax.jit(step, donate_argnums=0)  # the whole update in one jit; donate the old params"
+        if framework == "torch":
+            return "model = torch.compile(model)  # or mode='reduce-overhead' for CUDA graphs on small steps"
+        return "model.compile(..., jit_compile=True)  # or @tf.function(jit_compile=True)"
+    if kind == "gradient_accumulation":
+        if framework == "jax":
+            return "optimizer = optax.MultiSteps(optimizer, every_k_schedule=2)  # batch B/2, update every 2 steps"
+        if framework == "torch":
+            return (
+                "(loss_fn(model(x), y) / 2).backward()  # batch B/2\n"
+                "if step % 2 == 1:\n"
+                "    optimizer.step(); optimizer.zero_grad()"
+            )
+        return "optimizer = keras.optimizers.AdamW(learning_rate, gradient_accumulation_steps=2)  # with batch B/2"
+    if kind == "allocator":
+        if framework == "torch":
+            return "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py  # set before CUDA starts"
+        return "XLA_PYTHON_CLIENT_MEM_FRACTION=.95 python train.py  # set before JAX starts; default .75"
     if kind == "batch_size":
         return details.get("code", "ds = ds.batch(BATCH_SIZE)  # see the title for the direction")
     if kind == "memory_growth":

@@ -15,7 +15,7 @@ from typing import Any
 from pipediag.analysis.modes import ModeSummary, rate_ratio
 from pipediag.fixes import catalog
 from pipediag.modes.changes import Change
-from pipediag.verdict.rules import Verdict
+from pipediag.verdict.rules import GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, Verdict
 from pipediag.verdict.thresholds import INPUT_WAIT_HIGH
 
 MIN_GAIN = 1.05  # a tuned gain below 5% is not worth a change, even when significant
@@ -44,7 +44,7 @@ def _fix(kind: str, stage: str | None, basis: str, speedup=None, ci=None, **deta
     return Fix(
         kind=kind,
         stage=stage,
-        title=catalog.title(kind, stage),
+        title=catalog.title(kind, stage, details.get("framework")),
         code=catalog.code(kind, stage, **details),
         measured_speedup=speedup,
         speedup_ci=ci,
@@ -65,7 +65,10 @@ def recommend(
     *,
     gpu_present: bool,
     tf_gpu_without_memory_growth: bool = False,
+    framework: str | None = None,
 ) -> Recommendation:
+    """`framework`: the step's (jax, torch, tensorflow), so fixes to the step are written for it."""
+    fw = framework if framework in ("jax", "torch") else "tensorflow"
     pipeline, tuned = modes.get("pipeline"), modes.get("tuned")
     applied = [c for c in changes if c.applied]
     gain = rate_ratio(tuned, pipeline)
@@ -100,26 +103,54 @@ def recommend(
                 )
             )
     elif verdict.bottleneck == "memory":
-        fixes.append(_fix("batch_size", None, "the step ran out of memory at this batch size; halve it, or "
-                          "accumulate gradients over several smaller batches",
-                          code="ds = ds.batch(BATCH_SIZE // 2)  # and/or accumulate gradients over 2 steps"))
+        oom = "oom_mode" in verdict.facts
+        what = "the step ran out of memory at this batch size" if oom else "memory is nearly full at this batch size"
+        fixes.append(_fix("batch_size", None, f"{what}; halve it",
+                          code="ds = ds.batch(BATCH_SIZE // 2)  # or keep it, with gradient accumulation below"))
+        fixes.append(_fix("gradient_accumulation", None, "keeps the effective batch size (and the training dynamics) "
+                          "while each step holds half the activations", framework=fw))
         if gpu_present:
-            fixes.append(_fix("mixed_precision", None, "half-width activations need about half the memory"))
-        if tf_gpu_without_memory_growth:
+            fixes.append(_fix("mixed_precision", None, "half-width activations need about half the memory", framework=fw))
+        if fw == "jax" and gpu_present:
+            fixes.append(_fix("allocator", None, _jax_allocator_basis(modes), framework=fw))
+        if fw == "torch" and gpu_present:
+            fixes.append(_fix("allocator", None, "not measured: fragmentation can fail an allocation that would fit",
+                              framework=fw))
+        if tf_gpu_without_memory_growth and fw == "tensorflow":
             fixes.append(_fix("memory_growth", None, "TensorFlow reserves all GPU memory by default, hiding real use"))
         if not measured:
             tried = tuple(applied)
     elif verdict.bottleneck == "host":
-        fixes.append(_fix("batch_size", None, "not measured: with free input the GPU is mostly idle; larger batches "
-                          "spread the per-step overhead", code="ds = ds.batch(2 * BATCH_SIZE)"))
-        fixes.append(_fix("xla", None, "not measured: fuses the step into fewer kernel launches"))
+        small_kernels = verdict.facts.get("gpu_limit") == GPU_LIMIT_SMALL_KERNELS
+        why = ("not measured: the GPU is busy but its kernels fill few SMs; larger batches make larger kernels"
+               if small_kernels else "not measured: with free input the GPU is mostly idle; larger batches "
+               "spread the per-step overhead")
+        fixes.append(_fix("batch_size", None, why, code="ds = ds.batch(2 * BATCH_SIZE)"))
+        fixes.append(_fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches", framework=fw))
         tried = tuple(applied)
     elif verdict.bottleneck == "compute":
-        if gpu_present:
-            fixes.append(_fix("mixed_precision", None, "not measured: the step is the limit; tensor cores run "
-                              "bfloat16 several times faster than float32"))
-        fixes.append(_fix("xla", None, "not measured: the step is the limit, not the input; input changes will not help"))
+        if verdict.facts.get("gpu_limit") == GPU_LIMIT_MEMORY_BANDWIDTH:
+            fixes.append(_fix("mixed_precision", None, "not measured: the step is memory-bandwidth-bound; 16-bit "
+                              "values halve the bytes each step moves", framework=fw))
+            fixes.append(_fix("xla", None, "not measured: fusing element-wise work keeps intermediates on chip "
+                              "instead of a round trip through DRAM each", framework=fw))
+        else:
+            if gpu_present:
+                fixes.append(_fix("mixed_precision", None, "not measured: the step is the limit; tensor cores run "
+                                  "bfloat16 several times faster than float32", framework=fw))
+            fixes.append(_fix("xla", None, "not measured: the step is the limit, not the input; input changes will "
+                              "not help", framework=fw))
         tried = tuple(applied)
     else:
         tried = tuple(applied)
     return Recommendation(tuple(fixes), tried)
+
+
+def _jax_allocator_basis(modes: dict[str, ModeSummary | None]) -> str:
+    synthetic = modes.get("synthetic")
+    peak = synthetic.peak_memory if synthetic else None
+    total = synthetic.gpu_memory_total_bytes if synthetic else None
+    if peak is not None and peak.limit_bytes and total:
+        return (f"not measured: JAX may use {peak.limit_bytes / 2**30:.1f} of the GPU's {total / 2**30:.1f} GiB "
+                f"({100 * peak.limit_bytes / total:.0f}%)")
+    return "not measured: JAX reserves 75% of GPU memory unless told otherwise"

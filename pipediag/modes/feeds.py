@@ -3,6 +3,12 @@
 `BatchFeed` iterates a dataset and, like an epoch loop, starts it again when it ends, counting
 the restarts so the report can say so. `constant_feed` hands out one batch forever, placed on the
 accelerator when TensorFlow has one: the synthetic mode's free input.
+
+Batch formats (what a `--step` receives): `tf` tensors; `numpy` arrays (`as_numpy_iterator`:
+read-only views of the CPU tensors, no copy); `dlpack` objects, one per tensor, that JAX and
+PyTorch import without a copy (`jnp.from_dlpack(x)`, `torch.from_dlpack(x)`). Tensors from a
+CPU pipeline arrive as CPU arrays either way; the step moves them to its GPU (`jax.device_put`,
+`.cuda()`), which is one host-to-device copy, part of the step's time in every mode.
 """
 
 from __future__ import annotations
@@ -14,17 +20,57 @@ from pipediag.backends.tf import tf
 from pipediag.errors import UsageError
 
 
+class DlpackTensor:
+    """One TensorFlow tensor offered through the DLPack protocol, so `jnp.from_dlpack` and
+    `torch.from_dlpack` take it without a copy. `.tensor` is the TensorFlow tensor itself."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: Any):
+        self.tensor = tensor
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        # TensorFlow exports a legacy (unversioned) capsule, which both consumers accept.
+        return tf.experimental.dlpack.to_dlpack(self.tensor)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        spec = tf.DeviceSpec.from_string(self.tensor.device or "/device:CPU:0")
+        if (spec.device_type or "CPU").upper() == "GPU":
+            return 2, spec.device_index or 0  # kDLCUDA
+        return 1, 0  # kDLCPU
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.tensor.shape)
+
+    @property
+    def dtype(self) -> Any:
+        return self.tensor.dtype
+
+    def __repr__(self) -> str:
+        return f"DlpackTensor({self.tensor.dtype.name}{list(self.tensor.shape)})"
+
+
+def as_dlpack(batch: Any) -> Any:
+    return tf.nest.map_structure(DlpackTensor, batch)
+
+
 class BatchFeed:
     def __init__(self, dataset, batch_format: str = "tf"):
         self.dataset = dataset
         self.as_numpy = batch_format == "numpy"
+        self.as_dlpack = batch_format == "dlpack"
         self.restarts = 0
         self.batches = 0
         self.first: Any = None
         self._iterator = self._new()
 
     def _new(self):
-        return self.dataset.as_numpy_iterator() if self.as_numpy else iter(self.dataset)
+        if self.as_numpy:
+            return self.dataset.as_numpy_iterator()
+        if self.as_dlpack:
+            return map(as_dlpack, iter(self.dataset))
+        return iter(self.dataset)
 
     def __call__(self) -> Any:
         try:
@@ -52,6 +98,8 @@ class BatchFeed:
 def constant_feed(batch: Any, batch_format: str = "tf") -> Callable[[], Any]:
     if batch_format == "numpy":
         constant = next(tf.data.Dataset.from_tensors(batch).as_numpy_iterator())
+    elif batch_format == "dlpack":
+        constant = as_dlpack(batch)
     elif tf.config.list_logical_devices("GPU"):
         with tf.device("/GPU:0"):
             constant = tf.nest.map_structure(tf.identity, batch)
@@ -72,12 +120,16 @@ def same_structure(a: Any, b: Any) -> bool:
     return True
 
 
+def _unwrap(x: Any) -> Any:
+    return x.tensor if isinstance(x, DlpackTensor) else x
+
+
 def same_batch(a: Any, b: Any) -> bool:
     """Element-wise equality of two batches of the same structure (ragged and sparse included)."""
     if not same_structure(a, b):
         return False
     for x, y in zip(tf.nest.flatten(a, expand_composites=True), tf.nest.flatten(b, expand_composites=True)):
-        x, y = tf.convert_to_tensor(x), tf.convert_to_tensor(y)
+        x, y = tf.convert_to_tensor(_unwrap(x)), tf.convert_to_tensor(_unwrap(y))
         if x.shape != y.shape or x.dtype != y.dtype:
             return False
         if x.dtype != tf.variant and not bool(tf.reduce_all(tf.equal(x, y)).numpy()):

@@ -14,6 +14,7 @@ from typing import Any
 
 from pipediag import stats
 from pipediag.errors import UserCodeError
+from pipediag.steps.device_memory import FrameworkMemory
 from pipediag.steps.oom import framework_of, is_out_of_memory
 
 ProgressFn = Callable[[str, float, float, int], None]  # mode, elapsed_s, cap_s, steps
@@ -72,6 +73,7 @@ class ModeRun:
     stop_reason: str  # stable | time_cap | max_steps | out_of_memory | interrupted | input_exhausted
     error: ErrorInfo | None = None
     notes: tuple[str, ...] = ()
+    device_memory: FrameworkMemory | None = None  # the framework's own peak over the mode, when it tells
 
     @property
     def steps(self) -> int:
@@ -94,6 +96,7 @@ class ModeRun:
             "stop_reason": self.stop_reason,
             "error": None if self.error is None else vars(self.error).copy(),
             "notes": list(self.notes),
+            "device_memory": None if self.device_memory is None else self.device_memory.to_dict(),
         }
 
     @classmethod
@@ -110,6 +113,7 @@ class ModeRun:
             stop_reason=d["stop_reason"],
             error=None if d.get("error") is None else ErrorInfo(**d["error"]),
             notes=tuple(d.get("notes", ())),
+            device_memory=None if d.get("device_memory") is None else FrameworkMemory.from_dict(d["device_memory"]),
         )
 
 

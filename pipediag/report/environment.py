@@ -31,6 +31,9 @@ def render_environment(env: Environment) -> RenderableType:
         for g in env.gpus:
             memory = f", {g.memory_total_bytes / 2**30:.0f} GiB" if g.memory_total_bytes else ""
             table.add_row(f"GPU {g.index}", f"{g.name}{memory}")
+        if env.gpm_supported is not None:
+            table.add_row("GPM", "yes: SM, tensor-core and DRAM activity" if env.gpm_supported
+                          else f"no ({env.gpm_reason or 'not supported'})")
     else:
         table.add_row("GPUs", f"none ({env.gpu_unavailable_reason})")
     parts: list[RenderableType] = [table]

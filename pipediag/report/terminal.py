@@ -11,6 +11,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from pipediag.analysis.gpu import METRIC_LABELS, metrics_seen
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 
 _VERDICT_STYLE = {"input": "bold yellow", "compute": "bold green", "memory": "bold red", "host": "bold magenta",
@@ -31,6 +32,9 @@ def header(d: Diagnosis) -> RenderableType:
     if d.step:
         lines.append("step: ", style="dim")
         lines.append(d.step.description + "\n")
+        if d.step.framework and d.step.sync:
+            lines.append("timing: ", style="dim")
+            lines.append(f"{d.step.framework} step; {d.step.sync}\n")
     if d.element:
         lines.append("batch: ", style="dim")
         lines.append(f"{d.element.structure}")
@@ -82,6 +86,82 @@ def modes_table(d: Diagnosis) -> Table:
         table.caption = "\n".join(caption)
         table.caption_justify = "left"
     return table
+
+
+def _gib(value: int | None) -> str:
+    return "—" if value is None else f"{value / 2**30:.2f}"
+
+
+def _pct(value: float | None) -> str:
+    return _num(value, "{:.0f}%", "n/a")
+
+
+def gpu_table(d: Diagnosis) -> Table | None:
+    """The first GPU per mode in detail: NVML busy time, GPM, power, and the step's peak memory.
+    None when the run had no GPU data at all."""
+    rows = [(name, d.modes[name]) for name in MODE_NAMES if d.modes.get(name) is not None]
+    if not any(m.gpu is not None for _, m in rows):
+        return None
+    table = Table(title="GPU", title_justify="left", expand=False, pad_edge=False)
+    for name in ("mode", "busy", "SM act", "occup", "tensor", "DRAM bw", "power W", "peak GiB"):
+        table.add_column(name, justify="left" if name == "mode" else "right", no_wrap=True)
+    for name, m in rows:
+        g = m.gpu
+        gpm = g.gpm if g else None
+        peak = m.peak_memory
+        table.add_row(
+            name, _pct(g.util_pct if g else None),
+            _pct(gpm.sm_active_pct if gpm else None), _pct(gpm.sm_occupancy_pct if gpm else None),
+            _pct(gpm.tensor_active_pct if gpm else None), _pct(gpm.dram_bw_pct if gpm else None),
+            _num(g.power_w_mean if g else None, "{:.0f}"),
+            "—" if peak is None else _gib(peak.bytes) + ("≤" if peak.scope == "process" else ""),
+        )
+    table.caption = "\n".join(_gpu_notes([m for _, m in rows]))
+    table.caption_justify = "left"
+    return table
+
+
+def _gpu_notes(modes: list) -> list[str]:
+    notes = []
+    util_sources = sorted({m.gpu.util_source for m in modes if m.gpu and m.gpu.util_source})
+    if util_sources:
+        names = ["the driver's own samples" if s == "driver_samples" else "nvmlDeviceGetUtilizationRates"
+                 for s in util_sources]
+        notes.append(f"busy: NVML utilization from {' and '.join(names)} (any kernel running counts)")
+    if any(m.gpu and m.gpu.gpm for m in modes):
+        notes.append("SM act, occup, tensor, DRAM bw: GPM, how much of the chip worked")
+    else:
+        reason = next((m.gpu.gpm_reason for m in modes if m.gpu and m.gpu.gpm_reason), "not read")
+        notes.append(f"no GPM: {reason}")
+    sources = sorted({m.peak_memory.source for m in modes if m.peak_memory})
+    if sources:
+        upper = any(m.peak_memory and m.peak_memory.scope == "process" for m in modes)
+        notes.append("peak: " + "; ".join(sources)
+                     + ("; ≤: the process's peak so far (JAX cannot reset it)" if upper else ""))
+    else:
+        reason = next((m.peak_memory_reason for m in modes if m.peak_memory_reason), None)
+        if reason:
+            notes.append(f"peak: unknown ({reason})")
+    return notes
+
+
+def metrics_line(d: Diagnosis) -> RenderableType | None:
+    """Which GPU metrics this run had, and which it lacked (and why)."""
+    seen = metrics_seen(d.samples)
+    if seen.no_gpu_reason:
+        return None
+    text = Text()
+    text.append("GPU metrics: ", style="dim")
+    names = [METRIC_LABELS.get(k, k) for k in seen.available if k != "memory_total_bytes"]
+    text.append(", ".join(names) if names else "none")
+    missing = {k: seen.unavailable[k] for k in METRIC_LABELS if k in seen.unavailable}
+    if missing:
+        text.append("\nnot available: ", style="dim")
+        by_reason: dict[str, list[str]] = {}
+        for k, reason in missing.items():
+            by_reason.setdefault(reason, []).append(METRIC_LABELS[k])
+        text.append("; ".join(f"{', '.join(v)} ({r})" for r, v in by_reason.items()))
+    return text
 
 
 def verdict_panel(d: Diagnosis) -> RenderableType:
@@ -147,7 +227,14 @@ def notes_view(d: Diagnosis) -> RenderableType | None:
 
 
 def render_diagnosis(d: Diagnosis) -> Group:
-    parts = [header(d), modes_table(d), verdict_panel(d), fixes_view(d)]
+    parts = [header(d), modes_table(d)]
+    gpu = gpu_table(d)
+    if gpu is not None:
+        parts.append(gpu)
+    metrics = metrics_line(d)
+    if metrics is not None:
+        parts.append(metrics)
+    parts += [verdict_panel(d), fixes_view(d)]
     notes = notes_view(d)
     if notes is not None:
         parts.append(notes)

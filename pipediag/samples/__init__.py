@@ -1,1 +1,2 @@
-"""Background sampling of CPU (psutil) and GPU (NVML) activity while the modes run."""
+"""Background sampling of CPU (psutil) and GPU (NVML, and GPM on Hopper and newer) activity while
+the modes run."""

@@ -24,10 +24,24 @@ class CpuReading:
 class GpuReading:
     index: int
     util_pct: float | None  # NVML: a kernel ran during the sample period, not how much of the chip
-    memory_used_bytes: int | None
+    memory_used_bytes: int | None  # the whole device, every process
     memory_total_bytes: int | None
     power_w: float | None
     sm_clock_mhz: float | None
+    mem_clock_mhz: float | None = None
+    # The driver's own utilization samples (nvmlDeviceGetSamples) newer than the previous
+    # reading: () when none arrived since, None when the driver keeps no such buffer.
+    util_samples_pct: tuple[float, ...] | None = None
+    pcie_tx_bytes_per_s: float | None = None  # from GPM when it has it, else nvmlDeviceGetPcieThroughput
+    pcie_rx_bytes_per_s: float | None = None
+    process_memory_bytes: int | None = None  # this process's GPU memory (NVML's process list)
+    # GPM (Hopper and newer), each the average over the time since the previous GPM sample.
+    gpm_sm_active_pct: float | None = None  # share of SMs with work resident ("SM activity")
+    gpm_sm_occupancy_pct: float | None = None  # resident warps / the SMs' maximum
+    gpm_tensor_active_pct: float | None = None  # any tensor-core pipe active
+    gpm_dram_bw_pct: float | None = None  # DRAM bandwidth used / peak
+    gpm_fp32_active_pct: float | None = None  # non-tensor FP32 pipe
+    gpm_fp16_active_pct: float | None = None  # non-tensor FP16 pipe
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +68,7 @@ class SampleLog:
     gpu_unavailable_reason: str | None = None  # set when there is no GPU data at all
     gpu_metric_reasons: dict[str, str] = field(default_factory=dict)  # metric -> why it is None
     dropped_samples: int = 0  # the oldest samples beyond the bounded buffer
+    gpu_metrics: dict[str, str] = field(default_factory=dict)  # metric -> its source, when it gave readings
 
     def between(self, start_ns: int, end_ns: int) -> tuple[Sample, ...]:
         return tuple(s for s in self.samples if start_ns <= s.time_ns <= end_ns)
@@ -64,6 +79,7 @@ class SampleLog:
             "gpu_devices": [asdict(d) for d in self.gpu_devices],
             "gpu_unavailable_reason": self.gpu_unavailable_reason,
             "gpu_metric_reasons": dict(self.gpu_metric_reasons),
+            "gpu_metrics": dict(self.gpu_metrics),
             "dropped_samples": self.dropped_samples,
             "samples": [_sample_to_dict(s) for s in self.samples],
         }
@@ -77,6 +93,7 @@ class SampleLog:
             gpu_unavailable_reason=data.get("gpu_unavailable_reason"),
             gpu_metric_reasons=dict(data.get("gpu_metric_reasons", {})),
             dropped_samples=data.get("dropped_samples", 0),
+            gpu_metrics=dict(data.get("gpu_metrics", {})),
         )
 
 
@@ -92,5 +109,12 @@ def _sample_from_dict(data: dict[str, Any]) -> Sample:
     return Sample(
         time_ns=data["time_ns"],
         cpu=CpuReading(**cpu),
-        gpus=tuple(GpuReading(**g) for g in data.get("gpus", [])),
+        gpus=tuple(_gpu_from_dict(g) for g in data.get("gpus", [])),
     )
+
+
+def _gpu_from_dict(data: dict[str, Any]) -> GpuReading:
+    data = dict(data)
+    if data.get("util_samples_pct") is not None:
+        data["util_samples_pct"] = tuple(data["util_samples_pct"])
+    return GpuReading(**data)

@@ -64,12 +64,15 @@ class Sampler:
         return sample
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        # Deadlines, not fixed sleeps: reading takes time, and the rate should not drift with it.
+        next_s = time.monotonic() + self.interval_s
+        while not self._stop.wait(max(0.0, next_s - time.monotonic())):
             try:
                 self.sample_once()
             except Exception as error:  # noqa: BLE001 - keep the diagnosis alive; report it
                 self.error = error
                 return
+            next_s = max(next_s + self.interval_s, time.monotonic() + self.interval_s / 2)
 
     def stop(self) -> SampleLog:
         if self._thread is not None:
@@ -90,6 +93,7 @@ class Sampler:
             gpu_unavailable_reason=self.gpu_reader.unavailable_reason,
             gpu_metric_reasons=dict(self.gpu_reader.metric_reasons),
             dropped_samples=dropped,
+            gpu_metrics=dict(self.gpu_reader.metrics),
         )
 
     def __enter__(self) -> Sampler:

@@ -7,14 +7,19 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-BATCH_FORMATS = ("tf", "numpy")
+# What a --step receives: TensorFlow tensors, NumPy arrays (zero-copy views of CPU tensors), or
+# objects with __dlpack__ that JAX (jnp.from_dlpack) and PyTorch (torch.from_dlpack) take
+# without a copy.
+BATCH_FORMATS = ("tf", "numpy", "dlpack")
 
 
 @dataclass(frozen=True)
 class StepInfo:
     kind: str  # keras (--model) | user (--step) | standin (neither was given)
     description: str  # what it is, in a sentence the report can show
-    batch_format: str = "tf"  # what the step receives: tf tensors or numpy arrays
+    batch_format: str = "tf"  # what the step receives: tf tensors, numpy arrays or dlpack objects
+    framework: str | None = None  # seen in the step's results: tensorflow | jax | torch | host
+    sync: str | None = None  # how pipediag waited for the step's work before stopping the timer
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -25,6 +30,13 @@ class StepInfo:
 
 
 @dataclass(frozen=True)
+class Observed:
+    framework: str | None
+    sync: str | None
+
+
+@dataclass(frozen=True)
 class Step:
     run: Callable[[Any], Any]  # trains on one batch; returns once the result is computed
     info: StepInfo
+    observed: Callable[[], Observed] | None = None  # what running it showed (framework, sync)

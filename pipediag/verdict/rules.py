@@ -6,9 +6,12 @@ Order of the rules (first match wins), each explained in docs/verdict.md:
 3. input   — the pipeline alone is clearly slower than the free step and the fed step is slowed
              accordingly; or the fed step waited for input >= 20% of the time (high), or >= 5%
              (moderate); or it did not wait but ran clearly slower beside the pipeline (contention).
-4. memory  — GPU memory >= 95% full with nothing else limiting (low confidence: preallocation).
-5. host    — with free input the GPU was busy < 50% of the time: per-step overhead.
-6. compute — the step itself is the limit.
+4. memory  — GPU memory >= 95% full with nothing else limiting: the step's peak against what its
+             framework may use (medium), else NVML's device reading (low: preallocation).
+5. host    — with free input the GPU was busy < 50% of the time: per-step overhead; or (GPM) it
+             was busy, but while it was, fewer than 25% of its SMs had work: small kernels.
+6. compute — the step itself is the limit; with GPM, memory-bandwidth-bound when DRAM bandwidth
+             is >= 50% of peak while no arithmetic pipe is busy 30% of the time.
 """
 
 from __future__ import annotations
@@ -16,8 +19,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pipediag.analysis.gpu import Gpm
 from pipediag.analysis.modes import InputSideCpu, ModeSummary, rate_ratio, input_side_cpu
 from pipediag.verdict import thresholds as T
+
+# facts["gpu_limit"]: what GPM says limits the step on the GPU, when it could tell.
+GPU_LIMIT_SMALL_KERNELS = "small_kernels"
+GPU_LIMIT_MEMORY_BANDWIDTH = "memory_bandwidth"
+GPU_LIMIT_MATH = "math"
 
 BOTTLENECKS = ("input", "compute", "memory", "host", "inconclusive")
 
@@ -222,24 +231,29 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False) -> 
 
     # 4-6. the step is the limit: memory pressure, host overhead or compute.
     gpu_util = synthetic.gpu_util_pct
-    mem = synthetic.gpu_memory_used_max_bytes
-    total = synthetic.gpu_memory_total_bytes
-    if mem is not None and total and mem / total >= T.GPU_MEMORY_FULL_FRAC:
-        evidence.append(
-            f"GPU memory {_pct(mem / total)} full ({mem / 2**30:.1f} of {total / 2**30:.1f} GiB) in synthetic mode; "
-            "frameworks may preallocate, so this is an upper bound on real use"
-        )
-        return Verdict("memory", "low", "GPU memory is nearly full", tuple(evidence), facts=facts)
+    full = _memory_full(synthetic)
+    if full is not None:
+        text, confidence = full
+        evidence.append(text)
+        return Verdict("memory", confidence, "GPU memory is nearly full", tuple(evidence), facts=facts)
     confidence = "low" if noisy else "high"
     if gpu_util is not None:
-        evidence.append(f"GPU busy {gpu_util:.0f}% with free input (synthetic mode, NVML utilization)")
+        source = " (driver samples)" if synthetic.gpu and synthetic.gpu.util_source == "driver_samples" else ""
+        evidence.append(f"GPU busy {gpu_util:.0f}% with free input (synthetic mode, NVML utilization{source})")
+        gpm = synthetic.gpu.gpm if synthetic.gpu else None
+        if gpm is not None:
+            evidence.append(_gpm_text(gpm))
+            facts.update(_gpm_facts(gpm, gpu_util))
+        elif synthetic.gpu is not None:
+            evidence.append(f"no GPM ({synthetic.gpu.gpm_reason}): how much of the chip worked is unknown, and NVML "
+                            "counts the GPU busy while any kernel runs, however small")
         if gpu_util < T.GPU_BUSY_FOR_COMPUTE_PCT:
             return Verdict(
                 "host", confidence,
                 "host-bound: even with free input the GPU is mostly idle (per-step overhead)",
                 tuple(evidence), facts=facts,
             )
-        return Verdict("compute", confidence, "compute-bound: the step itself is the limit", tuple(evidence), facts=facts)
+        return _busy_gpu(gpm, gpu_util, confidence, evidence, facts)
     reason = synthetic.gpu_util_reason or "no GPU readings"
     evidence.append(f"no GPU data ({reason}): the step ran on the CPU, so host and compute cannot be told apart")
     return Verdict(
@@ -247,3 +261,78 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False) -> 
         "compute-bound: the step itself is the limit, not the input",
         tuple(evidence), facts=facts,
     )
+
+
+def _memory_full(synthetic: ModeSummary) -> tuple[str, str] | None:
+    """GPU memory >= 95% full: judged on the step's own peak against what its framework may use
+    when the framework tells both (medium confidence), else on NVML's whole-device reading (low:
+    JAX and TensorFlow reserve memory up front, so NVML shows the reservation, not the use)."""
+    total = synthetic.gpu_memory_total_bytes
+    peak = synthetic.peak_memory
+    if peak is not None and peak.scope != "sampled" and (peak.limit_bytes or total):
+        cap = peak.limit_bytes or total
+        if peak.bytes / cap >= T.GPU_MEMORY_FULL_FRAC:
+            return (f"the step's peak memory {peak.bytes / 2**30:.1f} GiB is {_pct(peak.bytes / cap)} of the "
+                    f"{cap / 2**30:.1f} GiB it may use ({peak.source})", "medium")
+        return None
+    mem = synthetic.gpu_memory_used_max_bytes
+    if mem is not None and total and mem / total >= T.GPU_MEMORY_FULL_FRAC:
+        return (f"GPU memory {_pct(mem / total)} full ({mem / 2**30:.1f} of {total / 2**30:.1f} GiB) in synthetic "
+                "mode; frameworks may preallocate, so this is an upper bound on real use", "low")
+    return None
+
+
+def _gpm_text(gpm: Gpm) -> str:
+    parts = [f"SM activity {_num(gpm.sm_active_pct)}", f"SM occupancy {_num(gpm.sm_occupancy_pct)}",
+             f"tensor cores {_num(gpm.tensor_active_pct)}", f"FP32 {_num(gpm.fp32_active_pct)}",
+             f"FP16 {_num(gpm.fp16_active_pct)}", f"DRAM bandwidth {_num(gpm.dram_bw_pct)} of peak"]
+    return f"GPM in synthetic mode ({gpm.samples} samples): " + ", ".join(parts)
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f}%"
+
+
+def _gpm_facts(gpm: Gpm, gpu_util: float) -> dict[str, Any]:
+    while_busy = None
+    if gpm.sm_active_pct is not None and gpu_util > 0:
+        while_busy = min(100.0, 100.0 * gpm.sm_active_pct / gpu_util)
+    return {
+        "gpm_sm_active_pct": gpm.sm_active_pct,
+        "sm_active_while_busy_pct": while_busy,
+        "gpm_tensor_active_pct": gpm.tensor_active_pct,
+        "gpm_math_active_pct": gpm.math_active_pct,
+        "gpm_dram_bw_pct": gpm.dram_bw_pct,
+    }
+
+
+def _busy_gpu(gpm: Gpm | None, gpu_util: float, confidence: str, evidence: list[str], facts: dict) -> Verdict:
+    """NVML says the GPU is busy with free input. GPM, when there, says with what."""
+    if gpm is None or gpm.sm_active_pct is None:
+        return Verdict("compute", confidence, "compute-bound: the step itself is the limit", tuple(evidence), facts=facts)
+    while_busy = facts["sm_active_while_busy_pct"]
+    if while_busy is not None and while_busy < T.SM_ACTIVE_WHILE_BUSY_LOW_PCT:
+        evidence.append(
+            f"while a kernel ran, only {while_busy:.0f}% of the SMs had work on average (SM activity "
+            f"{gpm.sm_active_pct:.0f}% / GPU busy {gpu_util:.0f}%): kernels too small to fill the GPU, launched one "
+            "after another"
+        )
+        return Verdict(
+            "host", confidence,
+            "host-bound: the GPU is busy but barely working (small kernels, launch overhead)",
+            tuple(evidence), facts={**facts, "gpu_limit": GPU_LIMIT_SMALL_KERNELS},
+        )
+    math = gpm.math_active_pct
+    if gpm.dram_bw_pct is not None and gpm.dram_bw_pct >= T.DRAM_BW_HIGH_PCT and (math is None or math < T.MATH_ACTIVE_LOW_PCT):
+        evidence.append(
+            f"DRAM bandwidth at {gpm.dram_bw_pct:.0f}% of peak while the busiest arithmetic pipe ran "
+            f"{_num(math)} of the time: the step waits on memory traffic, not on math"
+        )
+        return Verdict(
+            "compute", confidence,
+            "compute-bound, and the step is memory-bandwidth-bound: it moves more bytes than it computes on",
+            tuple(evidence), facts={**facts, "gpu_limit": GPU_LIMIT_MEMORY_BANDWIDTH},
+        )
+    if math is not None and math >= T.MATH_ACTIVE_LOW_PCT:
+        facts = {**facts, "gpu_limit": GPU_LIMIT_MATH}
+    return Verdict("compute", confidence, "compute-bound: the step itself is the limit", tuple(evidence), facts=facts)

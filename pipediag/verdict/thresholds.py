@@ -23,6 +23,18 @@ INPUT_HEADROOM = 1.3
 # (Python dispatch, per-step overhead), not by its own compute.
 GPU_BUSY_FOR_COMPUTE_PCT = 50.0
 
+# GPM (Hopper and newer): how much of the chip worked while NVML called the GPU busy.
+# NVIDIA's DCGM guidance for SM activity: >= 80% is necessary (not sufficient) for effective use,
+# < 50% "likely indicates ineffective GPU usage". While a kernel ran, fewer than a quarter of the
+# SMs had work (half DCGM's "ineffective" line): the GPU is busy but barely working — kernels too
+# small to fill it, one after another (launch overhead): a host-side problem, as idle time is.
+SM_ACTIVE_WHILE_BUSY_LOW_PCT = 25.0
+# DRAM bandwidth: DCGM puts the practical peak near 80% of the theoretical one and calls >= 50%
+# heavy traffic. A step that moves that much while no arithmetic pipe (tensor cores, FP32, FP16)
+# is busy 30% of the time waits on memory, not on math: memory-bandwidth-bound.
+DRAM_BW_HIGH_PCT = 50.0
+MATH_ACTIVE_LOW_PCT = 30.0
+
 # Memory.
 GPU_MEMORY_FULL_FRAC = 0.95
 HOST_MEMORY_LOW_FRAC = 0.05  # available host memory below 5% of total

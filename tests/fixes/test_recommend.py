@@ -1,12 +1,16 @@
+from dataclasses import replace
+
+from pipediag.analysis.gpu import PeakMemory
 from pipediag.fixes import catalog
 from pipediag.fixes.recommend import recommend
 from pipediag.modes.changes import Change
-from pipediag.verdict.rules import CpuPattern, Verdict
-from tests.summaries import summary
+from pipediag.verdict.rules import GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, CpuPattern, Verdict
+from tests.summaries import GiB, summary
 
 
-def verdict(bottleneck, pattern=None):
-    return Verdict(bottleneck, "high", "h", ("e",), cpu_pattern=None if pattern is None else CpuPattern(pattern, "t"))
+def verdict(bottleneck, pattern=None, **facts):
+    return Verdict(bottleneck, "high", "h", ("e",), cpu_pattern=None if pattern is None else CpuPattern(pattern, "t"),
+                   facts=facts)
 
 
 PARALLEL = Change("parallel_map", "map(decode_example)", "MapDataset/_2", "map(decode_example): parallel", True)
@@ -54,18 +58,56 @@ def test_compute_bound_recommends_no_input_change():
 
 
 def test_memory_verdict_fixes():
-    rec = recommend(verdict("memory"), {"pipeline": None, "tuned": None}, [], gpu_present=True,
+    rec = recommend(verdict("memory", oom_mode="synthetic"), {"pipeline": None, "tuned": None}, [], gpu_present=True,
                     tf_gpu_without_memory_growth=True)
-    assert [f.kind for f in rec.fixes] == ["batch_size", "mixed_precision", "memory_growth"]
+    assert [f.kind for f in rec.fixes] == ["batch_size", "gradient_accumulation", "mixed_precision", "memory_growth"]
     assert "BATCH_SIZE // 2" in rec.fixes[0].code
+    assert "ran out of memory" in rec.fixes[0].basis
+    assert "gradient_accumulation_steps=2" in rec.fixes[1].code  # Keras' own option
+
+
+def test_memory_fixes_for_a_jax_step_are_written_for_jax():
+    synthetic = summary("synthetic", None, steps=0, gpu_total=140 * GiB)
+    synthetic = replace(synthetic, peak_memory=PeakMemory(100 * GiB, "jax Device.memory_stats()", "mode", 105 * GiB))
+    rec = recommend(verdict("memory", oom_mode="synthetic"), {"synthetic": synthetic, "pipeline": None}, [],
+                    gpu_present=True, tf_gpu_without_memory_growth=True, framework="jax")
+    kinds = [f.kind for f in rec.fixes]
+    assert kinds == ["batch_size", "gradient_accumulation", "mixed_precision", "allocator"]  # no TF memory growth
+    assert "optax.MultiSteps" in rec.fixes[1].code
+    assert "jnp.bfloat16" in rec.fixes[2].code
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" in rec.fixes[3].code
+    assert "105.0 of the GPU's 140.0 GiB (75%)" in rec.fixes[3].basis
+
+
+def test_memory_fixes_for_a_torch_step():
+    rec = recommend(verdict("memory", oom_mode="synthetic"), {}, [], gpu_present=True, framework="torch")
+    assert [f.kind for f in rec.fixes] == ["batch_size", "gradient_accumulation", "mixed_precision", "allocator"]
+    assert "torch.autocast" in rec.fixes[2].code and "expandable_segments" in rec.fixes[3].code
 
 
 def test_host_verdict_fixes():
     rec = recommend(verdict("host"), modes(500, 505), [], gpu_present=True)
     assert [f.kind for f in rec.fixes] == ["batch_size", "xla"]
+    assert "mostly idle" in rec.fixes[0].basis
 
 
-def test_every_kind_has_a_title_and_code():
-    for kind in catalog.FIX_KINDS:
-        assert catalog.title(kind, "map(f)")
-        assert catalog.code(kind, "map(f)")
+def test_small_kernels_host_verdict_says_so_and_speaks_jax():
+    rec = recommend(verdict("host", gpu_limit=GPU_LIMIT_SMALL_KERNELS), modes(500, 505), [], gpu_present=True,
+                    framework="jax")
+    assert "fill few SMs" in rec.fixes[0].basis
+    assert rec.fixes[1].code.startswith("step = jax.jit(step")
+
+
+def test_memory_bandwidth_bound_compute_recommends_precision_and_fusion_for_that_reason():
+    rec = recommend(verdict("compute", gpu_limit=GPU_LIMIT_MEMORY_BANDWIDTH), modes(50, 50.5), [], gpu_present=True,
+                    framework="torch")
+    assert [f.kind for f in rec.fixes] == ["mixed_precision", "xla"]
+    assert "halve the bytes" in rec.fixes[0].basis and "keeps intermediates on chip" in rec.fixes[1].basis
+    assert "torch.compile" in rec.fixes[1].code
+
+
+def test_every_kind_has_a_title_and_code_in_every_framework():
+    for framework in (None, "tensorflow", "jax", "torch"):
+        for kind in catalog.FIX_KINDS:
+            assert catalog.title(kind, "map(f)", framework)
+            assert catalog.code(kind, "map(f)", framework=framework)

@@ -54,3 +54,65 @@ def test_interrupted_report_says_partial():
 def test_no_fix_says_so():
     out = text(render_diagnosis(diagnosis(verdict=Verdict("compute", "high", "compute-bound", ()))))
     assert "No fix recommended" in out
+
+
+# -- the GPU side of the report --------------------------------------------------------------
+
+def gpu_diagnosis(**samples_kw):
+    from dataclasses import replace
+
+    from pipediag.analysis.gpu import PeakMemory
+    from pipediag.samples.readings import SampleLog
+    from tests.summaries import summary
+
+    synthetic = replace(summary("synthetic", 200.0, gpu_util=97.0,
+                                gpm=dict(sm_active_pct=91.0, sm_occupancy_pct=40.0, tensor_active_pct=63.0,
+                                         dram_bw_pct=28.0)),
+                        peak_memory=PeakMemory(int(3.5 * 2**30), "jax Device.memory_stats()", "mode", 100 * 2**30))
+    pipeline = replace(summary("pipeline", 190.0, wait=0.01, gpu_util=93.0, gpm=dict(sm_active_pct=88.0)),
+                       peak_memory=PeakMemory(int(3.5 * 2**30), "jax Device.memory_stats()", "process", None))
+    d = diagnosis(modes={"synthetic": synthetic, "pipeline": pipeline})
+    log = SampleLog(interval_s=0.1, samples=d.samples.samples, **samples_kw)
+    return replace(d, samples=log)
+
+
+def test_gpu_table_shows_nvml_gpm_power_and_peak_with_its_source():
+    out = text(render_diagnosis(gpu_diagnosis()), width=110)
+    rows = [line for line in out.splitlines() if line.startswith(("│synthetic", "│pipeline"))]
+    assert [c.strip() for c in rows[2].split("│")[1:9]] == ["synthetic", "97%", "91%", "40%", "63%", "28%", "300", "3.50"]
+    assert rows[3].rstrip().endswith("3.50≤│")  # JAX could not reset its peak: an upper bound
+    flat = " ".join(out.split())  # the caption wraps at the table's width
+    assert "SM act, occup, tensor, DRAM bw: GPM, how much of the chip worked" in flat
+    assert "peak: jax Device.memory_stats(); ≤: the process's peak so far (JAX cannot reset it)" in flat
+
+
+def test_metrics_line_says_which_gpu_metrics_the_run_had_and_why_not_others():
+    d = gpu_diagnosis(gpu_metrics={"util_pct": "nvmlDeviceGetUtilizationRates", "power_w": "nvmlDeviceGetPowerUsage",
+                                   "gpm_sm_active_pct": "GPM (nvmlGpmMetricsGet)"},
+                      gpu_metric_reasons={"util_samples_pct": "nvmlDeviceGetSamples: Not Supported",
+                                          "process_memory_bytes": "this process (pid 7) is not in NVML's list"})
+    out = text(render_diagnosis(d), width=200)
+    assert "GPU metrics: utilization, power, GPM SM activity" in out
+    assert ("not available: utilization driver samples (nvmlDeviceGetSamples: Not Supported); this process's memory "
+            "(this process (pid 7) is not in NVML's list)") in out
+
+
+def test_no_gpu_no_gpu_table_and_no_metrics_line():
+    from dataclasses import replace
+
+    from pipediag.samples.readings import SampleLog
+
+    d = diagnosis()
+    d = replace(d, samples=SampleLog(interval_s=0.1, samples=d.samples.samples, gpu_unavailable_reason="NVML could not start"))
+    out = text(render_diagnosis(d))
+    assert "GPU metrics" not in out and "SM act" not in out
+
+
+def test_timing_line_names_framework_and_sync():
+    from dataclasses import replace
+
+    from pipediag.steps.step import StepInfo
+
+    d = replace(diagnosis(), step=StepInfo("user", "step function 'step' from t.py:make_step, fed numpy batches",
+                                           "numpy", "jax", "block_until_ready() on the step's JAX arrays"))
+    assert "timing: jax step; block_until_ready() on the step's JAX arrays" in text(render_diagnosis(d))

@@ -3,6 +3,7 @@
 from pipediag.backends import nvml
 from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
 from pipediag.samples.gpu import GpuReader
+from pipediag.samples.readings import SampleLog
 from pipediag.samples.sampler import Sampler
 
 
@@ -101,3 +102,153 @@ def test_sample_log_round_trips_through_dicts():
     from pipediag.samples.readings import SampleLog
 
     assert SampleLog.from_dict(log.to_dict()) == log
+
+
+# -- the GPU side in depth: driver samples, clocks, PCIe, process memory, GPM -----------------
+
+def fake_gpu(**kw):
+    clock = Clock()
+    fake = FakeNvml([FakeGpu(**kw)], clock_s=clock)
+    return fake, GpuReader(fake, clock_s=clock).open(), clock
+
+
+def test_driver_samples_arrive_once_each_and_only_newer_than_the_start():
+    # The driver samples every 1/6 s; samples taken before pipediag opened NVML are skipped.
+    fake, reader, clock = fake_gpu(util_pct=lambda t: 10 * round(6 * t), util_sample_period_s=1 / 6)
+    clock.s = 0.5
+    first = reader.read()[0].util_samples_pct
+    clock.s = 1.0
+    second = reader.read()[0].util_samples_pct
+    assert first == (10.0, 20.0, 30.0)  # samples 1..3 (t = 1/6, 2/6, 3/6)
+    assert second == (40.0, 50.0, 60.0)  # samples 4..6, none repeated
+    assert reader.read()[0].util_samples_pct == ()  # nothing new: empty, not None
+    assert reader.metrics["util_samples_pct"].startswith("nvmlDeviceGetSamples")
+
+
+def test_no_driver_sample_buffer_is_none_with_a_reason_and_not_asked_again():
+    fake, reader, clock = fake_gpu(util_samples=False)
+    clock.s = 1.0
+    assert reader.read()[0].util_samples_pct is None
+    assert "Not Supported" in reader.metric_reasons["util_samples_pct"]
+    calls = fake.calls["nvmlDeviceGetSamples"]
+    reader.read()
+    assert fake.calls["nvmlDeviceGetSamples"] == calls  # NVML said never: pipediag stopped asking
+
+
+def test_driver_samples_that_are_not_percentages_are_refused():
+    fake, reader, clock = fake_gpu(util_samples_pct=[5000])
+    clock.s = 0.5
+    assert reader.read()[0].util_samples_pct is None
+    assert "outside 0-100" in reader.metric_reasons["util_samples_pct"]
+
+
+def test_clocks_power_and_pcie_units():
+    fake, reader, clock = fake_gpu(gpm_supported=False, mem_clock_mhz=2619, pcie_tx_kb_per_s=250, pcie_rx_kb_per_s=4000)
+    reading = reader.read()[0]
+    assert reading.mem_clock_mhz == 2619.0
+    assert reading.pcie_tx_bytes_per_s == 250_000.0  # NVML's KB/s
+    assert reading.pcie_rx_bytes_per_s == 4_000_000.0
+    assert reader.metrics["pcie_tx_bytes_per_s"] == "nvmlDeviceGetPcieThroughput"
+
+
+def test_this_process_memory_is_found_by_pid():
+    fake, reader, clock = fake_gpu(process_memory_bytes=3 * 2**30, other_processes=((1, 5 * 2**30),))
+    assert reader.read()[0].process_memory_bytes == 3 * 2**30
+
+
+def test_process_memory_of_a_pid_nvml_does_not_list_is_unknown_not_zero():
+    # In a container NVML reports host pids: this process is not found, and pipediag says so.
+    fake, reader, clock = fake_gpu(process_pid=999_999_999, process_memory_bytes=2**30)
+    assert reader.read()[0].process_memory_bytes is None
+    assert "is not in NVML's compute process list (pids: 999999999)" in reader.metric_reasons["process_memory_bytes"]
+
+
+def test_gpm_metrics_cover_the_time_since_the_previous_gpm_sample():
+    fake, reader, clock = fake_gpu(gpm_sm_active_pct=lambda t: 10 * t, gpm_sm_occupancy_pct=40, gpm_tensor_active_pct=55,
+                                   gpm_dram_bw_pct=[20, 70], gpm_fp32_active_pct=3, gpm_fp16_active_pct=None,
+                                   gpm_pcie_tx_mib_per_s=2, gpm_pcie_rx_mib_per_s=8)
+    clock.s = 0.5
+    r = reader.read()[0]
+    assert (r.gpm_sm_active_pct, r.gpm_sm_occupancy_pct, r.gpm_tensor_active_pct) == (5.0, 40.0, 55.0)
+    assert r.gpm_dram_bw_pct == 20.0 and r.gpm_fp32_active_pct == 3.0
+    assert r.gpm_fp16_active_pct is None and "NVML error 3" in reader.metric_reasons["gpm_fp16_active_pct"]
+    assert (r.pcie_tx_bytes_per_s, r.pcie_rx_bytes_per_s) == (2 * 2**20, 8 * 2**20)  # from GPM, MiB/s
+    assert reader.metrics["pcie_tx_bytes_per_s"].startswith("GPM")
+    assert "nvmlDeviceGetPcieThroughput" not in fake.calls  # GPM has PCIe: no 20 ms counter reads
+    clock.s = 1.0
+    assert reader.read()[0].gpm_dram_bw_pct == 70.0
+
+
+def test_gpm_samples_closer_than_100_ms_are_skipped_not_guessed():
+    fake, reader, clock = fake_gpu(gpm_sm_active_pct=50)
+    clock.s = 0.05
+    assert reader.read()[0].gpm_sm_active_pct is None
+    assert "gpm_sm_active_pct" not in reader.metric_reasons  # not a failure: just too soon
+    clock.s = 0.2
+    assert reader.read()[0].gpm_sm_active_pct == 50.0
+    assert fake.calls["nvmlGpmMetricsGet"] == 1
+
+
+def test_gpu_without_gpm_gives_none_with_a_reason_and_old_pcie():
+    fake, reader, clock = fake_gpu(gpm_supported=False)
+    clock.s = 0.5
+    r = reader.read()[0]
+    assert r.gpm_sm_active_pct is None and r.gpm_dram_bw_pct is None
+    assert "GPM is not supported on this GPU" in reader.metric_reasons["gpm_sm_active_pct"]
+    assert r.pcie_tx_bytes_per_s == 1_000_000.0
+    assert not reader.gpm_available
+    assert fake.gpm_allocated == 0
+
+
+def test_driver_without_gpm_calls_says_so():
+    fake, reader, clock = fake_gpu(gpm_supported=None)
+    assert "GPM: nvmlGpmQueryDeviceSupport: Not Supported" in reader.metric_reasons["gpm_sm_active_pct"]
+
+
+def test_gpm_buffers_are_freed_on_close():
+    fake, reader, clock = fake_gpu()
+    clock.s = 0.5
+    reader.read()
+    reader.close()
+    assert fake.gpm_allocated == 2 and fake.gpm_freed == 2
+
+
+def test_sample_log_says_which_metrics_the_run_had():
+    from pipediag.analysis.gpu import metrics_seen
+
+    clock = Clock()
+    fake = FakeNvml([FakeGpu(gpm_supported=False, power_w=None)], clock_s=clock)
+    ticks = iter(range(0, 10**12, 100_000_000))
+    sampler = Sampler(gpu_reader=GpuReader(fake, clock_s=clock), clock_ns=lambda: next(ticks))
+    sampler.gpu_reader.open()
+    sampler.cpu_reader.prime()
+    clock.s = 0.5
+    sampler.sample_once()
+    log = sampler.stop()
+    seen = metrics_seen(log)
+    assert list(seen.available)[:2] == ["util_pct", "util_samples_pct"]
+    assert "power_w" not in seen.available and "Not Supported" in seen.unavailable["power_w"]
+    assert "GPM is not supported" in seen.unavailable["gpm_sm_active_pct"]
+    assert not seen.gpm
+    assert SampleLog.from_dict(log.to_dict()) == log
+
+
+def test_real_pynvml_has_every_function_and_constant_the_reader_uses():
+    """The fake mirrors pynvml: the names the reader calls must exist in the real binding."""
+    import pynvml
+
+    from pipediag.samples.gpm import GPM_METRICS
+
+    for name in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetSamples", "nvmlDeviceGetPcieThroughput",
+                 "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetClockInfo", "nvmlGpmQueryDeviceSupport",
+                 "nvmlGpmSampleAlloc", "nvmlGpmSampleGet", "nvmlGpmSampleFree", "nvmlGpmMetricsGet",
+                 "c_nvmlGpmMetricsGet_t", "NVML_GPM_METRICS_GET_VERSION", "NVML_GPU_UTILIZATION_SAMPLES",
+                 "NVMLError_NotFound", "NVMLError_NotSupported"):
+        assert hasattr(pynvml, name), name
+    for constant, value in GPM_METRICS.values():
+        assert getattr(pynvml, constant) == value
+    request = pynvml.c_nvmlGpmMetricsGet_t()  # the struct the reader fills, field by field
+    request.version, request.numMetrics = pynvml.NVML_GPM_METRICS_GET_VERSION, len(GPM_METRICS)
+    for slot, (_, metric_id) in enumerate(GPM_METRICS.values()):
+        request.metrics[slot].metricId = metric_id
+    assert [request.metrics[i].metricId for i in range(len(GPM_METRICS))] == [v for _, v in GPM_METRICS.values()]

@@ -1,7 +1,10 @@
 """The verdict rules on plain numbers, each threshold tested on both sides."""
 
+from dataclasses import replace
+
 import pytest
 
+from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.modes import InputSideCpu
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.rules import classify_cpu, decide
@@ -80,6 +83,26 @@ def test_gpu_memory_nearly_full_is_memory_with_low_confidence():
     assert decide(modes(roomy, summary("pipeline", 99), summary("input_only", 500))).bottleneck == "compute"
 
 
+@pytest.mark.parametrize("peak_frac, expected", [(0.96, "memory"), (0.94, "compute")])
+def test_the_steps_own_peak_against_its_frameworks_limit_decides_when_known(peak_frac, expected):
+    # JAX preallocated 75% of the card: NVML's device reading says nothing about use. Its own peak does.
+    total, limit = 80 * GiB, 60 * GiB
+    synthetic = replace(summary("synthetic", 100, gpu_util=99, gpu_mem=int(0.75 * total), gpu_total=total),
+                        peak_memory=PeakMemory(int(peak_frac * limit), "jax Device.memory_stats()", "mode", limit))
+    v = decide(modes(synthetic, summary("pipeline", 99), summary("input_only", 500)))
+    assert v.bottleneck == expected
+    if expected == "memory":
+        assert v.confidence == "medium"
+        assert any("of the 60.0 GiB it may use (jax Device.memory_stats())" in e for e in v.evidence)
+
+
+def test_preallocation_seen_by_nvml_is_not_called_full_when_the_framework_says_otherwise():
+    total = 80 * GiB
+    synthetic = replace(summary("synthetic", 100, gpu_util=99, gpu_mem=int(0.97 * total), gpu_total=total),
+                        peak_memory=PeakMemory(2 * GiB, "jax Device.memory_stats()", "mode", int(0.95 * total)))
+    assert decide(modes(synthetic, summary("pipeline", 99), summary("input_only", 500))).bottleneck == "compute"
+
+
 def test_too_few_steps_is_inconclusive_with_the_reason():
     v = decide(modes(summary("synthetic", 100), summary("pipeline", 1, steps=T.MIN_STEPS - 1, wait=0.9)))
     assert v.bottleneck == "inconclusive"
@@ -140,3 +163,61 @@ def test_other_load_on_the_machine_lowers_confidence_and_says_so():
     v = decide(modes(summary("synthetic", 20, **busy), summary("pipeline", 19.9, **busy), summary("input_only", 400)))
     assert quiet.confidence == "high" and v.confidence == "low"
     assert any("other processes kept 1.2 cores busy" in e for e in v.evidence)
+
+
+# -- GPM: how much of the chip worked while NVML called it busy --------------------------------
+
+def gpm_modes(util, **gpm):
+    return modes(summary("synthetic", 500, gpu_util=util, gpm=gpm), summary("pipeline", 498, wait=0.0),
+                 summary("input_only", 5000))
+
+
+@pytest.mark.parametrize("sm_active, expected", [(24.0, "host"), (26.0, "compute")])
+def test_busy_but_barely_working_is_host_on_both_sides_of_the_threshold(sm_active, expected):
+    # NVML: busy all the time. GPM: about a quarter of the SMs had work while it was.
+    v = decide(gpm_modes(100.0, sm_active_pct=sm_active, tensor_active_pct=5.0, dram_bw_pct=5.0))
+    assert v.bottleneck == expected
+    assert abs(v.facts["sm_active_while_busy_pct"] - sm_active) < 1e-9
+    if expected == "host":
+        assert v.facts["gpu_limit"] == "small_kernels"
+        assert "busy but barely working" in v.headline
+        assert any("only 24% of the SMs had work" in e for e in v.evidence)
+
+
+def test_sm_activity_is_judged_against_the_time_the_gpu_was_busy():
+    # 20% SM activity over a GPU busy 60% of the time: a third of the SMs while busy. Not "barely".
+    v = decide(gpm_modes(60.0, sm_active_pct=20.0, tensor_active_pct=40.0))
+    assert v.bottleneck == "compute"
+    assert abs(v.facts["sm_active_while_busy_pct"] - 100 * 20 / 60) < 1e-9
+
+
+@pytest.mark.parametrize("dram, math, limit", [
+    (80.0, 10.0, "memory_bandwidth"), (51.0, 10.0, "memory_bandwidth"), (49.0, 10.0, None),
+    (80.0, 29.0, "memory_bandwidth"), (80.0, 31.0, "math"),
+])
+def test_dram_bandwidth_high_with_idle_math_is_memory_bandwidth_bound(dram, math, limit):
+    v = decide(gpm_modes(98.0, sm_active_pct=95.0, tensor_active_pct=math, fp32_active_pct=math / 2, dram_bw_pct=dram))
+    assert v.bottleneck == "compute"
+    assert v.facts.get("gpu_limit") == limit
+    if limit == "memory_bandwidth":
+        assert "memory-bandwidth-bound" in v.headline
+        assert any(f"DRAM bandwidth at {dram:.0f}% of peak" in e for e in v.evidence)
+
+
+def test_the_busiest_arithmetic_pipe_counts_not_only_tensor_cores():
+    # An FP32 step: tensor cores idle, FP32 pipe busy. Not memory-bound.
+    v = decide(gpm_modes(98.0, sm_active_pct=95.0, tensor_active_pct=0.0, fp32_active_pct=70.0, dram_bw_pct=60.0))
+    assert v.facts["gpu_limit"] == "math"
+
+
+def test_idle_gpu_is_host_and_quotes_gpm_too():
+    v = decide(gpm_modes(20.0, sm_active_pct=3.0, tensor_active_pct=1.0, dram_bw_pct=1.0))
+    assert v.bottleneck == "host" and "mostly idle" in v.headline
+    assert any(e.startswith("GPM in synthetic mode (30 samples): SM activity 3%") for e in v.evidence)
+
+
+def test_without_gpm_the_evidence_says_what_is_unknown():
+    v = decide(modes(summary("synthetic", 500, gpu_util=97.0, gpm_reason="GPM is not supported on this GPU"),
+                     summary("pipeline", 498), summary("input_only", 5000)))
+    assert v.bottleneck == "compute" and "gpu_limit" not in v.facts
+    assert any(e.startswith("no GPM (GPM is not supported on this GPU)") for e in v.evidence)

@@ -1,0 +1,190 @@
+"""The GPU over one mode's window, in plain numbers: how often a kernel ran (NVML), how much of
+the chip worked (GPM), power, clocks, PCIe, and memory. And which metrics a run had at all.
+
+Utilization comes from the driver's own sample buffer when it has one (`nvmlDeviceGetSamples`):
+each of those samples falls in exactly one sampler tick, so a window's mean counts each driver
+sample once. Otherwise it is the mean of `nvmlDeviceGetUtilizationRates`, whose every reading
+looks back over the driver's last sample period (1/6 s to 1 s, depending on the GPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pipediag.samples.readings import GpuReading, Sample, SampleLog
+
+UTIL_FROM_DRIVER_SAMPLES = "driver_samples"  # nvmlDeviceGetSamples
+UTIL_FROM_RATES = "utilization_rates"  # nvmlDeviceGetUtilizationRates
+
+# What each metric is, for the report's "GPU metrics" line, in the order it lists them.
+METRIC_LABELS = {
+    "util_pct": "utilization",
+    "util_samples_pct": "utilization driver samples",
+    "memory_used_bytes": "memory used/total",
+    "power_w": "power",
+    "sm_clock_mhz": "SM clock",
+    "mem_clock_mhz": "memory clock",
+    "pcie_tx_bytes_per_s": "PCIe TX",
+    "pcie_rx_bytes_per_s": "PCIe RX",
+    "process_memory_bytes": "this process's memory",
+    "gpm_sm_active_pct": "GPM SM activity",
+    "gpm_sm_occupancy_pct": "GPM SM occupancy",
+    "gpm_tensor_active_pct": "GPM tensor activity",
+    "gpm_dram_bw_pct": "GPM DRAM bandwidth",
+    "gpm_fp32_active_pct": "GPM FP32 activity",
+    "gpm_fp16_active_pct": "GPM FP16 activity",
+}
+
+
+@dataclass(frozen=True)
+class Gpm:
+    """GPM means over a mode's window; each None when that metric gave no reading."""
+
+    sm_active_pct: float | None  # share of SMs with work resident
+    sm_occupancy_pct: float | None
+    tensor_active_pct: float | None
+    dram_bw_pct: float | None  # of the peak DRAM bandwidth
+    fp32_active_pct: float | None
+    fp16_active_pct: float | None
+    samples: int
+
+    @property
+    def math_active_pct(self) -> float | None:
+        """The busiest arithmetic pipe: tensor cores, FP32 or FP16 (None when none was read)."""
+        pipes = [v for v in (self.tensor_active_pct, self.fp32_active_pct, self.fp16_active_pct) if v is not None]
+        return max(pipes) if pipes else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class GpuWindow:
+    """The first GPU over one mode's window."""
+
+    util_pct: float | None
+    util_source: str | None  # driver_samples | utilization_rates
+    util_readings: int  # driver samples or rate readings the mean is made of
+    power_w_mean: float | None
+    sm_clock_mhz_mean: float | None
+    mem_clock_mhz_mean: float | None
+    pcie_tx_bytes_per_s_mean: float | None
+    pcie_rx_bytes_per_s_mean: float | None
+    process_memory_max_bytes: int | None
+    gpm: Gpm | None
+    gpm_reason: str | None  # why gpm is None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["gpm"] = None if self.gpm is None else self.gpm.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GpuWindow:
+        gpm = d.get("gpm")
+        return cls(**{**d, "gpm": None if gpm is None else Gpm(**gpm)})
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _first_gpu(samples: tuple[Sample, ...]) -> list[GpuReading]:
+    return [s.gpus[0] for s in samples if s.gpus]
+
+
+def _field(readings: list[GpuReading], name: str) -> list[float]:
+    return [getattr(r, name) for r in readings if getattr(r, name) is not None]
+
+
+def gpu_window(samples: tuple[Sample, ...], log: SampleLog) -> GpuWindow | None:
+    """None when there was no GPU data at all (no NVML, no GPU, or no sample in the window)."""
+    readings = _first_gpu(samples)
+    if not readings:
+        return None
+    driver = [v for r in readings if r.util_samples_pct for v in r.util_samples_pct]
+    rates = _field(readings, "util_pct")
+    if driver:
+        util, source, count = _mean(driver), UTIL_FROM_DRIVER_SAMPLES, len(driver)
+    elif rates:
+        util, source, count = _mean(rates), UTIL_FROM_RATES, len(rates)
+    else:
+        util, source, count = None, None, 0
+    gpm_names = ("gpm_sm_active_pct", "gpm_sm_occupancy_pct", "gpm_tensor_active_pct", "gpm_dram_bw_pct",
+                 "gpm_fp32_active_pct", "gpm_fp16_active_pct")
+    gpm_values = {name: _field(readings, name) for name in gpm_names}
+    gpm_samples = max(len(v) for v in gpm_values.values())
+    if gpm_samples:
+        gpm = Gpm(*(_mean(gpm_values[name]) for name in gpm_names), samples=gpm_samples)
+        gpm_reason = None
+    else:
+        gpm = None
+        gpm_reason = log.gpu_metric_reasons.get("gpm_sm_active_pct") or (
+            "no GPM sample fell in this mode's window" if "gpm_sm_active_pct" in log.gpu_metrics else "GPM not read")
+    process = _field(readings, "process_memory_bytes")
+    return GpuWindow(
+        util_pct=util,
+        util_source=source,
+        util_readings=count,
+        power_w_mean=_mean(_field(readings, "power_w")),
+        sm_clock_mhz_mean=_mean(_field(readings, "sm_clock_mhz")),
+        mem_clock_mhz_mean=_mean(_field(readings, "mem_clock_mhz")),
+        pcie_tx_bytes_per_s_mean=_mean(_field(readings, "pcie_tx_bytes_per_s")),
+        pcie_rx_bytes_per_s_mean=_mean(_field(readings, "pcie_rx_bytes_per_s")),
+        process_memory_max_bytes=int(max(process)) if process else None,
+        gpm=gpm,
+        gpm_reason=gpm_reason,
+    )
+
+
+@dataclass(frozen=True)
+class MetricsSeen:
+    """Which GPU metrics a run had (with their source) and which it lacked (with why)."""
+
+    available: dict[str, str]
+    unavailable: dict[str, str]
+    no_gpu_reason: str | None
+
+    @property
+    def gpm(self) -> bool:
+        return "gpm_sm_active_pct" in self.available
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def metrics_seen(log: SampleLog) -> MetricsSeen:
+    order = list(METRIC_LABELS)
+    rank = {k: order.index(k) if k in order else len(order) for k in log.gpu_metrics}
+    available = {k: log.gpu_metrics[k] for k in sorted(log.gpu_metrics, key=lambda k: (rank[k], k))}
+    unavailable = {k: v for k, v in sorted(log.gpu_metric_reasons.items()) if k not in available}
+    return MetricsSeen(available=available, unavailable=unavailable, no_gpu_reason=log.gpu_unavailable_reason)
+
+
+@dataclass(frozen=True)
+class PeakMemory:
+    """The most device memory the step held in a mode, and where that number comes from."""
+
+    bytes: int
+    source: str  # e.g. "jax Device.memory_stats()", "NVML: this process"
+    scope: str  # mode: its own peak | process: the process's peak so far | sampled: max of the samples
+    limit_bytes: int | None  # what the framework may use on the device, when it says
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def peak_memory(framework: Any, window: GpuWindow | None, log: SampleLog) -> tuple[PeakMemory | None, str | None]:
+    """The framework's own peak when it told one (`framework` is a FrameworkMemory), else the
+    largest NVML reading of this process's memory in the window (which can miss short peaks
+    between samples). Returns (peak, None) or (None, why)."""
+    if framework is not None and framework.peak_bytes is not None:
+        return PeakMemory(int(framework.peak_bytes), f"{framework.framework} {framework.api}", framework.scope,
+                          framework.limit_bytes), None
+    if window is not None and window.process_memory_max_bytes is not None:
+        return PeakMemory(window.process_memory_max_bytes, "NVML: this process", "sampled", None), None
+    if log.gpu_unavailable_reason:
+        return None, f"no framework device memory stats, and no NVML ({log.gpu_unavailable_reason})"
+    reason = log.gpu_metric_reasons.get("process_memory_bytes", "no NVML reading of this process in this mode")
+    return None, f"no framework device memory stats (the step ran on the CPU, or its framework keeps none); {reason}"

@@ -1,0 +1,76 @@
+"""`pipediag sweep`: the step at several batch sizes — throughput, peak memory, OOM edge, knee."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_OK, RichProgress, positive_int
+from pipediag.commands.diagnose import add_target_arguments
+from pipediag.errors import UsageError
+
+
+def register(sub) -> None:
+    s = sub.add_parser("sweep", help="throughput and peak memory per batch size: the knee and the OOM edge")
+    s.add_argument("target", help="dataset builder taking batch_size: file.py:function or package.module:function")
+    s.add_argument("--batch-sizes", required=True, metavar="B1,B2,...", help="e.g. 16,32,64,128")
+    add_target_arguments(s, batch_size=False, max_seconds=3.0)
+    s.add_argument("--gpu-memory-limit", type=positive_int, metavar="MB",
+                   help="simulate a GPU with this much memory (JAX memory fraction, TensorFlow logical device, "
+                   "PyTorch per-process fraction)")
+    s.add_argument("--keep-going", action="store_true", help="also run the sizes above the first that ran out of memory")
+    s.add_argument("--json", metavar="FILE", help="write the sweep as JSON (schema_version 1, kind sweep)")
+
+
+def _memory_limit(megabytes: int, nvml_lib=None):
+    """Before anything else: JAX reads its fraction when its backend starts, which loading the
+    user's step may do; TensorFlow's logical devices must be set before it initialises its GPUs."""
+    from pipediag.backends.memory_limit import MemoryLimit, before_user_code
+    from pipediag.samples.gpu import GpuReader
+
+    reader = GpuReader(nvml_lib).open()
+    devices, reason = reader.devices, reader.unavailable_reason
+    reader.close()
+    if not devices or devices[0].memory_total_bytes is None:
+        raise UsageError(f"--gpu-memory-limit needs an NVIDIA GPU whose memory NVML can read ({reason or 'unknown size'})",
+                         "leave the option out on a machine without a GPU")
+    total = devices[0].memory_total_bytes
+    if megabytes * 2**20 >= total:
+        raise UsageError(f"--gpu-memory-limit {megabytes} MB is not below this GPU's {total / 2**20:.0f} MB",
+                         "give a smaller limit, or leave the option out")
+    limit = MemoryLimit(megabytes * 2**20, total)
+    before_user_code(limit)
+    return limit
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from pipediag.builder import target as targets
+    from pipediag.commands.diagnose import load_step_options
+    from pipediag.diagnosis import write_json
+    from pipediag.modes.runner import StopRule
+    from pipediag.report.sweep import render_sweep
+    from pipediag.sweep import parse_batch_sizes, sweep
+
+    sizes = parse_batch_sizes(args.batch_sizes)
+    limit = _memory_limit(args.gpu_memory_limit) if args.gpu_memory_limit else None
+    builder = targets.load_callable(args.target)
+    options = load_step_options(args)
+    if limit is not None:
+        from pipediag.backends.memory_limit import after_user_code
+
+        after_user_code(limit)
+    options.pop("batch_size", None)
+    options.update(stop_rule=StopRule(max_seconds=args.max_seconds), memory_limit=limit, keep_going=args.keep_going,
+                   label=args.target)
+    if args.quiet:
+        result = sweep(builder, sizes, **options)
+    else:
+        with RichProgress(err) as progress:
+            result = sweep(builder, sizes, progress=progress, **options)
+    if args.json:
+        write_json(result.to_dict(), args.json)
+    out.print(render_sweep(result))
+    if args.json:
+        err.print(f"[dim]wrote {args.json}[/dim]")
+    return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK

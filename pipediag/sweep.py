@@ -1,0 +1,281 @@
+"""`sweep()`: the step at several batch sizes — throughput, peak memory, the OOM edge, the knee.
+
+Each batch size is one short diagnosis in synthetic and pipeline modes (the builder is called
+with `batch_size`): synthetic gives the step's own throughput at that size (free input), which
+is what the knee is found on; pipeline says whether the input keeps up at that size. Sizes run
+from small to large; once one runs out of memory, larger ones are skipped (memory grows with the
+batch) unless `keep_going`. Library code: returns a `Sweep`, prints nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipediag._version import __version__
+from pipediag.analysis.gpu import PeakMemory
+from pipediag.analysis.sweep import Knee, OomEdge, Rate, find_knee, oom_edge
+from pipediag.backends.memory_limit import MemoryLimit
+from pipediag.diagnosis import SCHEMA_VERSION
+from pipediag.environment import Environment
+from pipediag.errors import UsageError
+from pipediag.modes.runner import ErrorInfo, StopRule
+from pipediag.samples.sampler import DEFAULT_HZ
+from pipediag.steps.step import StepInfo
+
+KIND = "sweep"
+OK, OUT_OF_MEMORY, SKIPPED, INTERRUPTED = "ok", "out_of_memory", "skipped", "interrupted"
+SWEEP_MODES = ("synthetic", "pipeline")
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    batch_size: int
+    status: str  # ok | out_of_memory | skipped | interrupted
+    examples_per_sec: float | None  # the step with free input (synthetic mode)
+    examples_per_sec_ci: tuple[float, float] | None
+    pipeline_examples_per_sec: float | None  # fed by the pipeline
+    pipeline_examples_per_sec_ci: tuple[float, float] | None
+    step_ms_median: float | None  # synthetic
+    input_wait_frac: float | None  # pipeline mode
+    gpu_util_pct: float | None  # synthetic, NVML
+    gpm_sm_active_pct: float | None  # synthetic, GPM
+    peak_memory: PeakMemory | None  # synthetic
+    peak_memory_reason: str | None
+    bottleneck: str | None  # the verdict at this batch size
+    error: ErrorInfo | None = None
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch_size": self.batch_size,
+            "status": self.status,
+            "examples_per_sec": self.examples_per_sec,
+            "examples_per_sec_ci": self.examples_per_sec_ci,
+            "pipeline_examples_per_sec": self.pipeline_examples_per_sec,
+            "pipeline_examples_per_sec_ci": self.pipeline_examples_per_sec_ci,
+            "step_ms_median": self.step_ms_median,
+            "input_wait_frac": self.input_wait_frac,
+            "gpu_util_pct": self.gpu_util_pct,
+            "gpm_sm_active_pct": self.gpm_sm_active_pct,
+            "peak_memory": None if self.peak_memory is None else self.peak_memory.to_dict(),
+            "peak_memory_reason": self.peak_memory_reason,
+            "bottleneck": self.bottleneck,
+            "error": None if self.error is None else vars(self.error).copy(),
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SweepPoint:
+        d = dict(d)
+        for key in ("examples_per_sec_ci", "pipeline_examples_per_sec_ci"):
+            if d.get(key) is not None:
+                d[key] = tuple(d[key])
+        if d.get("peak_memory") is not None:
+            d["peak_memory"] = PeakMemory(**d["peak_memory"])
+        if d.get("error") is not None:
+            d["error"] = ErrorInfo(**d["error"])
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    status: str  # complete | interrupted
+    target: str
+    step: StepInfo | None
+    environment: Environment
+    points: tuple[SweepPoint, ...]
+    knee: Knee
+    oom_edge: OomEdge
+    memory_limit: MemoryLimit | None
+    settings: dict[str, Any]
+    notes: tuple[str, ...] = ()
+    elapsed_s: float = 0.0
+    created_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": KIND,
+            "pipediag_version": __version__,
+            "created_at": self.created_at,
+            "status": self.status,
+            "elapsed_s": self.elapsed_s,
+            "target": self.target,
+            "step": None if self.step is None else self.step.to_dict(),
+            "environment": self.environment.to_dict(),
+            "settings": dict(self.settings),
+            "memory_limit": None if self.memory_limit is None else self.memory_limit.to_dict(),
+            "points": [p.to_dict() for p in self.points],
+            "knee": self.knee.to_dict(),
+            "oom_edge": self.oom_edge.to_dict(),
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Sweep:
+        if d.get("schema_version") != SCHEMA_VERSION or d.get("kind") != KIND:
+            raise UsageError(
+                f"not a sweep file of schema_version {SCHEMA_VERSION} (kind {d.get('kind')!r}, "
+                f"schema_version {d.get('schema_version')!r})",
+                "re-run the sweep with this version of pipediag",
+            )
+        return cls(
+            status=d["status"],
+            target=d["target"],
+            step=None if d.get("step") is None else StepInfo.from_dict(d["step"]),
+            environment=Environment.from_dict(d["environment"]),
+            points=tuple(SweepPoint.from_dict(p) for p in d["points"]),
+            knee=Knee.from_dict(d["knee"]),
+            oom_edge=OomEdge.from_dict(d["oom_edge"]),
+            memory_limit=None if d.get("memory_limit") is None else MemoryLimit.from_dict(d["memory_limit"]),
+            settings=dict(d.get("settings", {})),
+            notes=tuple(d.get("notes", [])),
+            elapsed_s=d.get("elapsed_s", 0.0),
+            created_at=d.get("created_at", ""),
+        )
+
+
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UsageError(f"--batch-sizes {text!r} is not a list of integers", "write e.g. --batch-sizes 16,32,64,128")
+    if len(sizes) < 2 or any(b <= 0 for b in sizes) or len(set(sizes)) != len(sizes):
+        raise UsageError(f"--batch-sizes {text!r}: give at least two different positive sizes",
+                         "write e.g. --batch-sizes 16,32,64,128")
+    return tuple(sorted(sizes))
+
+
+def _examples(rate: float | None, batch_size: int) -> float | None:
+    return None if rate is None else rate * batch_size
+
+
+def _examples_ci(mode, batch_size: int) -> tuple[float, float] | None:
+    if mode is None or not mode.steps or mode.batches_per_sec_ci is None:
+        return None
+    low, high = mode.batches_per_sec_ci
+    return low * batch_size, high * batch_size
+
+
+def _point(batch_size: int, diagnosis) -> SweepPoint:
+    synthetic = diagnosis.modes.get("synthetic")
+    pipeline = diagnosis.modes.get("pipeline")
+    status = OK
+    if diagnosis.status != "complete":
+        status = INTERRUPTED
+    elif any(m.stop_reason == "out_of_memory" for m in diagnosis.modes.values()):
+        status = OUT_OF_MEMORY
+    error = next((m.error for m in diagnosis.modes.values() if m.error is not None), None)
+    gpm = synthetic.gpu.gpm if synthetic is not None and synthetic.gpu is not None else None
+    return SweepPoint(
+        batch_size=batch_size,
+        status=status,
+        examples_per_sec=_examples(synthetic.batches_per_sec if synthetic and synthetic.steps else None, batch_size),
+        examples_per_sec_ci=_examples_ci(synthetic, batch_size),
+        pipeline_examples_per_sec=_examples(pipeline.batches_per_sec if pipeline else None, batch_size),
+        pipeline_examples_per_sec_ci=_examples_ci(pipeline, batch_size),
+        step_ms_median=synthetic.step_ms_median if synthetic else None,
+        input_wait_frac=pipeline.input_wait_frac if pipeline else None,
+        gpu_util_pct=synthetic.gpu_util_pct if synthetic else None,
+        gpm_sm_active_pct=None if gpm is None else gpm.sm_active_pct,
+        peak_memory=synthetic.peak_memory if synthetic else None,
+        peak_memory_reason=synthetic.peak_memory_reason if synthetic else None,
+        bottleneck=None if diagnosis.verdict is None else diagnosis.verdict.bottleneck,
+        error=error,
+    )
+
+
+def _skipped(batch_size: int, note: str) -> SweepPoint:
+    return SweepPoint(batch_size, SKIPPED, None, None, None, None, None, None, None, None, None, None, None, note=note)
+
+
+def sweep(
+    builder: Callable[..., Any],
+    batch_sizes: Sequence[int],
+    *,
+    model: Any | None = None,
+    step: Callable[[Any], Any] | None = None,
+    builder_kwargs: dict[str, Any] | None = None,
+    batched: bool = False,
+    batch_format: str = "tf",
+    stop_rule: StopRule | None = None,
+    sample_hz: float = DEFAULT_HZ,
+    memory_limit: MemoryLimit | None = None,
+    keep_going: bool = False,
+    nvml_lib: Any | None = None,
+    label: str | None = None,
+    step_label: str | None = None,
+    progress: Any | None = None,
+    clock_ns: Callable[[], int] = time.monotonic_ns,
+) -> Sweep:
+    """Run `builder(batch_size=B)` feeding the step for each B in `batch_sizes`.
+
+    `memory_limit` is only recorded here: it must be applied (backends.memory_limit) before the
+    user's code starts a framework, which is the caller's job (the CLI does it first thing).
+    """
+    from pipediag import api
+
+    started = clock_ns()
+    sizes = tuple(sorted(batch_sizes))
+    label = label or getattr(builder, "__name__", type(builder).__name__)
+    rule = stop_rule or StopRule()
+    points: list[SweepPoint] = []
+    notes: list[str] = []
+    environment = step_info = None
+    status = "complete"
+    oom_at: int | None = None
+    for i, b in enumerate(sizes):
+        if oom_at is not None and not keep_going:
+            points.append(_skipped(b, f"skipped: {oom_at} already ran out of memory, and memory grows with the batch"))
+            continue
+        if progress is not None:
+            progress.phase(f"batch size {b} ({i + 1} of {len(sizes)})")
+        d = api.diagnose(
+            builder, model=model, step=step, builder_kwargs=builder_kwargs, batch_size=b, batched=batched,
+            batch_format=batch_format,
+            modes=SWEEP_MODES, stop_rule=rule, sample_hz=sample_hz, nvml_lib=nvml_lib, label=label,
+            step_label=step_label, progress=progress, clock_ns=clock_ns,
+        )
+        if d.element is not None and d.element.batch_size not in (None, b):
+            raise UsageError(
+                f"asked for batch size {b}, the dataset's batches hold {d.element.batch_size} examples",
+                "a sweep needs a builder that takes batch_size (or returns an unbatched dataset)",
+            )
+        environment = environment or d.environment
+        step_info = d.step or step_info
+        point = _point(b, d)
+        points.append(point)
+        if point.status == OUT_OF_MEMORY and oom_at is None:
+            oom_at = b
+        if point.status == INTERRUPTED:
+            status = "interrupted"
+            notes.append(f"interrupted at batch size {b}: the sweep stops there")
+            points.extend(_skipped(later, "not run: the sweep was interrupted") for later in sizes[i + 1:])
+            break
+    ran = [p for p in points if p.status == OK and p.examples_per_sec]
+    knee = find_knee([Rate(p.batch_size, p.examples_per_sec, p.examples_per_sec_ci) for p in ran])
+    peaks = {p.batch_size: p.peak_memory.bytes for p in ran if p.peak_memory is not None}
+    edge = oom_edge([p.batch_size for p in ran], [p.batch_size for p in points if p.status == OUT_OF_MEMORY], peaks,
+                    memory_limit.text if memory_limit else "")
+    if memory_limit is not None and memory_limit.not_applied:
+        notes.extend(f"the memory limit did not apply to {n}" for n in memory_limit.not_applied)
+    return Sweep(
+        status=status,
+        target=label,
+        step=step_info,
+        environment=environment,
+        points=tuple(points),
+        knee=knee,
+        oom_edge=edge,
+        memory_limit=memory_limit,
+        settings={
+            "batch_sizes": list(sizes), "batch_format": batch_format, "max_seconds_per_mode": rule.max_seconds,
+            "modes": list(SWEEP_MODES), "keep_going": keep_going,
+        },
+        notes=tuple(notes),
+        elapsed_s=(clock_ns() - started) / 1e9,
+    )

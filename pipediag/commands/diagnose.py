@@ -6,7 +6,16 @@ import argparse
 
 from rich.console import Console
 
-from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_OK, RichProgress, positive_float, positive_int
+from pipediag.commands.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    RichProgress,
+    add_output_arguments,
+    check_outputs,
+    positive_float,
+    positive_int,
+    write_outputs,
+)
 from pipediag.errors import UsageError
 
 
@@ -22,7 +31,7 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-format", choices=["tf", "numpy"], default="tf", help="what --step receives (default: tf)")
     p.add_argument("--max-seconds", type=positive_float, default=10.0, help="time cap per mode (default: 10)")
     p.add_argument("--sample-hz", type=positive_float, default=10.0, help="CPU/GPU sampling rate (default: 10)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars; the report only")
+    p.add_argument("--quiet", action="store_true", help="for CI logs: no progress bars or messages, the report only")
 
 
 def register(sub) -> None:
@@ -31,7 +40,7 @@ def register(sub) -> None:
     d.add_argument("--demo", action="store_true", help="diagnose a built-in example (no code of yours needed)")
     add_target_arguments(d)
     d.add_argument("--ram-budget-mb", type=positive_int, help="most memory a cache may take (default: half of free)")
-    d.add_argument("--json", metavar="FILE", help="write the diagnosis as JSON (schema_version 1)")
+    add_output_arguments(d)
 
 
 def load_step_options(args: argparse.Namespace) -> dict:
@@ -53,12 +62,12 @@ def load_step_options(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag import api
     from pipediag.builder import target as targets
-    from pipediag.diagnosis import write_json
     from pipediag.modes.runner import StopRule
     from pipediag.report.terminal import render_diagnosis
 
     if args.demo == bool(args.target):
         raise UsageError("give a TARGET or --demo (not both)", "pipediag diagnose path/to/data.py:make_dataset")
+    check_outputs(args)
     if args.demo:
         from pipediag import demo
 
@@ -76,9 +85,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         with RichProgress(err) as progress:
             diagnosis = api.diagnose(builder, progress=progress, **options)
-    if args.json:
-        write_json(diagnosis.to_dict(), args.json)
+    # Files first: on an interrupted run they are what the user keeps.
+    written = write_outputs(diagnosis, args)
     out.print(render_diagnosis(diagnosis))
-    if args.json:
-        err.print(f"[dim]wrote {args.json}[/dim]")
+    if not args.quiet:
+        for path in written:
+            err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
     return EXIT_INTERRUPTED if diagnosis.status == "interrupted" else EXIT_OK

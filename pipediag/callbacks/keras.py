@@ -192,7 +192,7 @@ class InputMonitor(keras.callbacks.Callback):
 
     def _build(self, status: str, log) -> Diagnosis:
         from pipediag.fixes.recommend import recommend
-        from pipediag.verdict.pipeline_only import CAVEAT, decide_pipeline_only
+        from pipediag.verdict.pipeline_only import decide_pipeline_only
 
         steps = self._steps
         run = None if self._unsupported else steps.mode_run("fit_ended" if status == "complete" else "interrupted")
@@ -211,7 +211,8 @@ class InputMonitor(keras.callbacks.Callback):
         env = self._environment
         recommendation = recommend(verdict, modes, [], gpu_present=bool(env.gpus),
                                    tf_gpu_without_memory_growth=env.tf_gpu_without_memory_growth)
-        notes = [CAVEAT]
+        notes = ["for fixes measured on your pipeline and naming its stages, run `pipediag diagnose` on the function "
+                 "that builds your dataset, with --model for the function that builds your model"]
         if self._unsupported:
             notes.append(self._unsupported)
         elif run is None:

@@ -108,24 +108,3 @@ def timeline_chart(panels: Sequence[Panel], ylabel: str, name: str, ylim: tuple[
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     axes[-1].set_xlabel("seconds since the mode's timed window began")
     return to_svg(fig, name)
-
-
-def line_chart(xs: Sequence[float], series: Sequence[tuple[str, Sequence[float | None], str]], xlabel: str,
-               ylabel: str, name: str, marks: Sequence[tuple[float, str]] = ()) -> str | None:
-    """Lines over a shared x (e.g. batch sizes); `marks` draws labelled vertical lines."""
-    if not xs or not series:
-        return None
-    fig = _figure(3.2)
-    ax = fig.add_subplot()
-    for label, values, color in series:
-        ax.plot(xs, [math.nan if v is None else v for v in values], marker="o", label=label, color=color)
-    for x, label in marks:
-        ax.axvline(x, color="#c44e52", linestyle="--", linewidth=1)
-        ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(4, -12), textcoords="offset points",
-                    fontsize=8, color="#c44e52")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.grid(alpha=0.3)
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.legend(fontsize=8, frameon=False)
-    return to_svg(fig, name)

@@ -3,7 +3,7 @@
 `render_html(diagnosis)` returns the page as a string; only the CLI writes it. The page is a list
 of sections, each a small function `section(diagnosis) -> str | None` that returns None when its
 data is absent (no verdict yet, no samples, no GPU): a new kind of result adds one function to
-`SECTIONS`. Every string that reaches the page goes through `_e()` (HTML-escaped), because
+`SECTIONS`. Every string that reaches the page goes through `escape()` (HTML-escaped), because
 function names, paths, notes and error messages come from the user's code. A Content-Security-
 Policy forbids scripts and every fetch, so even a mistake could not run code or reach the network.
 """
@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 from pipediag.report import charts
+from pipediag.report.terminal import from_fit
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _VERDICT_COLORS = {"input": "#b7791f", "compute": "#2f855a", "memory": "#c53030", "host": "#805ad5",
@@ -44,7 +45,8 @@ figure{margin:1rem 0}figcaption{color:#4a5568;font-size:.9em}
 """
 
 
-def _e(value: object) -> str:
+def escape(value: object) -> str:
+    """Every user-supplied string goes through this on its way into the page."""
     return html.escape(str(value), quote=True)
 
 
@@ -53,10 +55,11 @@ def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
 
 
 def header_section(d: Diagnosis) -> str:
-    parts = [f"<h1>pipediag diagnose <code>{_e(d.target)}</code></h1>"]
+    tool = "pipediag InputMonitor:" if from_fit(d) else "pipediag diagnose"
+    parts = [f"<h1>{tool} <code>{escape(d.target)}</code></h1>"]
     if d.status != "complete":
         parts.append(
-            f'<p class="banner" id="partial">{_e(d.status.upper())}: partial report — it shows what was measured '
+            f'<p class="banner" id="partial">{escape(d.status.upper())}: partial report — it shows what was measured '
             "before the run stopped; modes that did not finish are missing.</p>"
         )
     facts = []
@@ -72,7 +75,7 @@ def header_section(d: Diagnosis) -> str:
     if d.first_batch_ms is not None:
         facts.append(("first batch", f"{d.first_batch_ms:.0f} ms"))
     facts.append(("took", f"{d.elapsed_s:.1f} s, {d.created_at}"))
-    rows = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts)
+    rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
     parts.append(f'<dl class="facts">{rows}</dl>')
     return "\n".join(parts)
 
@@ -83,13 +86,13 @@ def verdict_section(d: Diagnosis) -> str:
         return ('<h2>Verdict</h2><div class="verdict" id="verdict"><p class="bottleneck">NO VERDICT</p>'
                 "<p>The run ended before synthetic mode finished, so there is nothing to compare.</p></div>")
     color = _VERDICT_COLORS.get(v.bottleneck, "#4a5568")
-    evidence = "".join(f"<li>{_e(line)}</li>" for line in v.evidence)
-    reason = f"<p><em>why no verdict: {_e(v.reason)}</em></p>" if v.reason else ""
+    evidence = "".join(f"<li>{escape(line)}</li>" for line in v.evidence)
+    reason = f"<p><em>why no verdict: {escape(v.reason)}</em></p>" if v.reason else ""
     return (
         f'<h2>Verdict</h2><div class="verdict" id="verdict" style="border-color:{color}">'
-        f'<p><span class="bottleneck" style="color:{color}">{_e(v.bottleneck.upper())}</span> '
-        f'<span class="muted">(confidence: {_e(v.confidence)})</span></p>'
-        f"<p>{_e(v.headline)}</p>{reason}<ul class=\"evidence\">{evidence}</ul></div>"
+        f'<p><span class="bottleneck" style="color:{color}">{escape(v.bottleneck.upper())}</span> '
+        f'<span class="muted">(confidence: {escape(v.confidence)})</span></p>'
+        f"<p>{escape(v.headline)}</p>{reason}<ul class=\"evidence\">{evidence}</ul></div>"
     )
 
 
@@ -99,16 +102,18 @@ def modes_table(d: Diagnosis) -> str:
     rows = []
     for name in MODE_NAMES:
         m = d.modes.get(name)
+        if m is None and from_fit(d):
+            continue
         if m is None:
-            rows.append(f'<tr><td title="{_e(_MODE_TEXT[name])}">{name}</td>' + "<td>—</td>" * 7 + "<td>0</td><td>not run</td></tr>")
+            rows.append(f'<tr><td title="{escape(_MODE_TEXT[name])}">{name}</td>' + "<td>—</td>" * 7 + "<td>0</td><td>not run</td></tr>")
             continue
         ci = "" if not m.batches_per_sec_ci else f"{m.batches_per_sec_ci[0]:.1f} – {m.batches_per_sec_ci[1]:.1f}"
         wait = "—" if m.input_wait_frac is None or name in ("synthetic", "input_only") else f"{100 * m.input_wait_frac:.0f}%"
         cells = [_num(m.batches_per_sec), ci, _num(m.step_ms_median, "{:.2f}"), _num(m.step_ms_p90, "{:.2f}"), wait,
                  _num(m.cpu_util_pct, "{:.0f}%"), _num(m.gpu_util_pct, "{:.0f}%", "n/a"), str(m.steps),
                  m.stop_reason.replace("_", " ")]
-        rows.append(f'<tr><td title="{_e(_MODE_TEXT.get(name, name))}">{_e(name)}</td>'
-                    + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+        rows.append(f'<tr><td title="{escape(_MODE_TEXT.get(name, name))}">{escape(name)}</td>'
+                    + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
     return f'<table id="modes"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
@@ -127,7 +132,7 @@ def throughput_section(d: Diagnosis) -> str | None:
              for m in d.modes.values() if m.first_step_ms is not None]
     caption = "Throughput of each mode with its 95% interval. " + " ".join(first)
     return (f"<h2>Modes</h2>{modes_table(d)}"
-            f'<figure class="chart" id="chart-throughput">{svg}<figcaption>{_e(caption)}</figcaption></figure>')
+            f'<figure class="chart" id="chart-throughput">{svg}<figcaption>{escape(caption)}</figcaption></figure>')
 
 
 def gpu_missing_reason(d: Diagnosis) -> str | None:
@@ -171,12 +176,12 @@ def utilization_section(d: Diagnosis) -> str | None:
         return None
     svg = charts.timeline_chart(panels, "% busy", "utilization")
     missing = gpu_missing_reason(d)
-    gpu = (f'<p class="note" id="gpu-missing">GPU: not measured ({_e(missing)}) — so no GPU line is drawn: a '
+    gpu = (f'<p class="note" id="gpu-missing">GPU: not measured ({escape(missing)}) — so no GPU line is drawn: a '
            "reading that could not be taken is not 0%.</p>") if missing else ""
     caption = ("CPU busy % of all cores and of this process (100% = every core), and NVML GPU utilization "
                f"(a kernel ran during the sample), sampled every {d.samples.interval_s * 1000:.0f} ms.")
     return (f"<h2>CPU and GPU over time</h2>{gpu}"
-            f'<figure class="chart" id="chart-utilization">{svg}<figcaption>{_e(caption)}</figcaption></figure>')
+            f'<figure class="chart" id="chart-utilization">{svg}<figcaption>{escape(caption)}</figcaption></figure>')
 
 
 def pipeline_section(d: Diagnosis) -> str | None:
@@ -187,10 +192,36 @@ def pipeline_section(d: Diagnosis) -> str | None:
     rows = []
     for s in d.stages:
         par = "" if s.parallelism is None else ("AUTOTUNE" if s.parallelism == -1 else str(s.parallelism))
-        rows.append(f'<tr><td>{s.index}</td><td class="left"><code>{_e(s.label)}</code></td><td class="left">{_e(s.op)}</td>'
-                    f"<td>{_e(par)}</td><td>{'yes' if s.is_random else ''}</td>"
+        rows.append(f'<tr><td>{s.index}</td><td class="left"><code>{escape(s.label)}</code></td><td class="left">{escape(s.op)}</td>'
+                    f"<td>{escape(par)}</td><td>{'yes' if s.is_random else ''}</td>"
                     f"<td>{'py_function' if s.has_py_function else ''}</td></tr>")
     return f'<h2>Pipeline</h2><table id="stages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def waterfall_section(d: Diagnosis) -> str | None:
+    """The rate after each stage and the slow stage, when the diagnosis has an anatomy (the
+    pipeline-anatomy work adds `Diagnosis.anatomy`: rows with `label`, `batches_per_sec`,
+    `batches_per_sec_ci`, `added_ms_per_batch`, `reason`; and `bottleneck_stage`, `reason`)."""
+    anatomy = getattr(d, "anatomy", None)
+    rows = getattr(anatomy, "rows", None)
+    if not rows:
+        return None
+    culprit = getattr(anatomy, "bottleneck_stage", None)
+    bars = [charts.Bar(r.label, r.batches_per_sec, *(r.batches_per_sec_ci or (None, None)),
+                       color="#c44e52" if r.label == culprit else "#4c72b0")
+            for r in rows if r.batches_per_sec is not None]
+    svg = charts.bar_chart(bars, "batches per second after each stage (95% interval)", "waterfall")
+    table = "".join(
+        f'<tr><td class="left"><code>{escape(r.label)}</code></td><td>{_num(r.batches_per_sec)}</td>'
+        f"<td>{_num(r.added_ms_per_batch, '{:.2f}')}</td><td class=\"left\">{escape(r.reason or '')}</td></tr>"
+        for r in rows
+    )
+    verdict = (f"<p>Slow stage: <code>{escape(culprit)}</code></p>" if culprit else "<p>No single stage stands out.</p>")
+    why = f'<p class="muted">{escape(anatomy.reason)}</p>' if getattr(anatomy, "reason", None) else ""
+    figure = f'<figure class="chart" id="chart-waterfall">{svg}</figure>' if svg else ""
+    return (f'<h2>Where the time goes: the rate after each stage</h2>{verdict}{why}{figure}'
+            '<table id="waterfall"><thead><tr><th class="left">stage</th><th>batches/s</th><th>adds ms/batch</th>'
+            f'<th class="left">note</th></tr></thead><tbody>{table}</tbody></table>')
 
 
 def fixes_section(d: Diagnosis) -> str:
@@ -202,21 +233,21 @@ def fixes_section(d: Diagnosis) -> str:
         if fix.measured_speedup is not None:
             ci = f" (95%: {fix.speedup_ci[0]:.2f}–{fix.speedup_ci[1]:.2f})" if fix.speedup_ci and None not in fix.speedup_ci else ""
             speed = f'<span class="measured">×{fix.measured_speedup:.2f}{ci}</span> '
-        stage = f' <span class="muted">stage <code>{_e(fix.stage)}</code></span>' if fix.stage else ""
-        parts.append(f'<div class="fix"><h3>{i}. {_e(fix.title)}{stage}</h3><p>{speed}{_e(fix.basis)}</p>'
-                     f'<pre><code>{_e(fix.code)}</code></pre></div>')
+        stage = f' <span class="muted">stage <code>{escape(fix.stage)}</code></span>' if fix.stage else ""
+        parts.append(f'<div class="fix"><h3>{i}. {escape(fix.title)}{stage}</h3><p>{speed}{escape(fix.basis)}</p>'
+                     f'<pre><code>{escape(fix.code)}</code></pre></div>')
     if d.tuning:
         items = []
         for c in d.tuning:
             mark = "applied" if c.applied else "left out"
-            reason = f' <span class="muted">— {_e(c.reason)}</span>' if c.reason else ""
-            items.append(f"<li><strong>[{mark}]</strong> {_e(c.description)}{reason}</li>")
+            reason = f' <span class="muted">— {escape(c.reason)}</span>' if c.reason else ""
+            items.append(f"<li><strong>[{mark}]</strong> {escape(c.description)}{reason}</li>")
         parts.append(f"<h3>Tuned mode</h3><ul>{''.join(items)}</ul>")
         if d.tuned_check:
-            parts.append(f'<p class="muted">{_e(d.tuned_check)}</p>')
+            parts.append(f'<p class="muted">{escape(d.tuned_check)}</p>')
         if d.tried:
             parts.append(f'<p class="note">Applied but without a measurable gain, so not recommended: '
-                         f'{_e(", ".join(c.kind for c in d.tried))}</p>')
+                         f'{escape(", ".join(c.kind for c in d.tried))}</p>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -227,8 +258,8 @@ def notes_section(d: Diagnosis) -> str | None:
               for m in d.modes.values() if m.error is not None]
     if not notes and not errors:
         return None
-    items = "".join(f'<li class="note">{_e(n)}</li>' for n in notes)
-    items += "".join(f"<li><pre>{_e(e)}</pre></li>" for e in errors)
+    items = "".join(f'<li class="note">{escape(n)}</li>' for n in notes)
+    items += "".join(f"<li><pre>{escape(e)}</pre></li>" for e in errors)
     return f'<h2>Notes</h2><ul id="notes">{items}</ul>'
 
 
@@ -244,26 +275,34 @@ def environment_section(d: Diagnosis) -> str:
          + (", ".join(env.tensorflow_devices) or "none")),
         ("GPUs", gpus + (f", driver {env.nvml_driver}" if env.nvml_driver else "")),
     ]
-    rows = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts)
+    rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
     return f'<h2>Machine</h2><dl class="facts" id="environment">{rows}</dl>'
 
 
 Section = Callable[[Diagnosis], "str | None"]
 SECTIONS: tuple[Section, ...] = (
-    header_section, verdict_section, throughput_section, utilization_section, pipeline_section, fixes_section,
-    notes_section, environment_section,
+    header_section, verdict_section, throughput_section, utilization_section, pipeline_section, waterfall_section,
+    fixes_section, notes_section, environment_section,
 )
 
 
-def render_html(d: Diagnosis, sections: tuple[Section, ...] = SECTIONS) -> str:
-    body = "\n".join(part for part in (section(d) for section in sections) if part)
-    title = f"pipediag: {d.verdict.bottleneck if d.verdict else 'no verdict'} — {d.target}"
+def page(title: str, sections: list[str | None]) -> str:
+    """The page shell: the sections that rendered, under one escaped title. Other results (a
+    comparison, a batch-size sweep) can make their own page from their own sections and charts."""
+    from pipediag._version import __version__
+
+    body = "\n".join(part for part in sections if part)
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_e(title)}</title><style>{_STYLE}</style></head>\n<body>\n{body}\n"
-        f'<footer class="muted"><p>pipediag {_e(d.environment.pipediag_version)}, schema_version 1. This file is '
-        "self-contained: it loads nothing from the network.</p></footer>\n</body></html>\n"
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head>\n<body>\n{body}\n"
+        f'<footer class="muted"><p>pipediag {escape(__version__)}. This file is self-contained: it loads nothing from '
+        "the network.</p></footer>\n</body></html>\n"
     )
+
+
+def render_html(d: Diagnosis, sections: tuple[Section, ...] = SECTIONS) -> str:
+    title = f"pipediag: {d.verdict.bottleneck if d.verdict else 'no verdict'} — {d.target}"
+    return page(title, [section(d) for section in sections])

@@ -84,3 +84,18 @@ def test_modes_not_run_are_marked_not_run():
     d = diagnosis(verdict=VERDICT, modes={"pipeline": summary("pipeline", 50.0, wait=0.5)})
     page = render_html(d)
     assert page.count("not run</td>") == 3
+
+
+def test_waterfall_renders_only_with_an_anatomy():
+    from types import SimpleNamespace
+
+    from pipediag.report.html import waterfall_section
+
+    assert waterfall_section(diagnosis()) is None  # main's Diagnosis has no anatomy yet
+    row = lambda label, rate, added: SimpleNamespace(label=label, batches_per_sec=rate, added_ms_per_batch=added,  # noqa: E731
+                                                     batches_per_sec_ci=(rate * 0.9, rate * 1.1), reason=None)
+    anatomy = SimpleNamespace(rows=(row("TensorSliceDataset", 900.0, None), row(f"map({EVIL})", 60.0, 15.5)),
+                              bottleneck_stage=f"map({EVIL})", reason="adds 93% of the time per batch")
+    html = waterfall_section(SimpleNamespace(anatomy=anatomy))
+    assert "<svg" in html and 'id="waterfall"' in html and "15.50" in html
+    assert "<script" not in html and "Slow stage: <code>map(&lt;script&gt;" in html

@@ -54,3 +54,17 @@ def test_interrupted_report_says_partial():
 def test_no_fix_says_so():
     out = text(render_diagnosis(diagnosis(verdict=Verdict("compute", "high", "compute-bound", ()))))
     assert "No fix recommended" in out
+
+
+def test_a_fit_shows_only_the_pipeline_mode():
+    from dataclasses import replace
+
+    from pipediag.steps.step import StepInfo
+    from tests.summaries import summary
+
+    d = diagnosis(verdict=VERDICT, modes={"pipeline": summary("pipeline", 50.0, wait=0.5, stop="fit_ended")})
+    d = replace(d, step=StepInfo("keras_fit", "your own model.fit of 'm'"), target="model.fit of Keras model 'm'")
+    out = text(render_diagnosis(d))
+    assert out.startswith("pipediag InputMonitor: model.fit of Keras model 'm'")
+    assert "│pipeline" in out and "│synthetic" not in out and "│tuned" not in out
+    assert "stopped early" not in out

@@ -1,0 +1,102 @@
+"""InputMonitor inside real Keras fits (TensorFlow backend, CPU): the wait it measures, the verdict,
+the files and TensorBoard scalars it writes, and that it leaves fit as it found it."""
+
+import glob
+import json
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from pipediag.backends.tf import keras, tf
+from pipediag.keras import InputMonitor
+from tests.fixtures.pipelines import serial_sleep_map, small_model
+
+STEPS = 40
+
+
+def model_for(x_dim, hidden=16):
+    model = keras.Sequential([keras.Input((x_dim,)), keras.layers.Dense(hidden), keras.layers.Dense(4)])
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def scalars(log_dir):
+    out = {}
+    for path in glob.glob(os.path.join(log_dir, "pipediag", "events.out.tfevents.*")):
+        for record in tf.data.TFRecordDataset(path):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                out.setdefault(value.tag, []).append((event.step, float(tf.make_ndarray(value.tensor))))
+    return out
+
+
+@pytest.mark.slow
+def test_a_slow_pipeline_is_input_bound_and_every_output_is_written(tmp_path):
+    model = small_model()
+    monitor = InputMonitor(json=str(tmp_path / "fit.json"), html=str(tmp_path / "fit.html"),
+                           samples_csv=str(tmp_path / "fit.csv"), log_dir=str(tmp_path / "tb"), verbose=0,
+                           warmup_steps=3)
+    model.fit(serial_sleep_map(), epochs=2, steps_per_epoch=STEPS // 2, verbose=0, callbacks=[monitor])
+    d = monitor.diagnosis
+    assert d.status == "complete" and d.step.kind == "keras_fit"
+    pipeline = d.modes["pipeline"]
+    assert pipeline.steps == STEPS - 3 and set(d.modes) == {"pipeline"}
+    # 16 elements x 3 ms of serial sleep per batch, against a step of a tiny model
+    assert pipeline.input_wait_frac > 0.5 and pipeline.wait_ms_median > 40
+    assert d.verdict.bottleneck == "input" and d.verdict.confidence in ("medium", "low")
+    assert any("inside your fit only" in e for e in d.verdict.evidence)
+    assert d.runs["pipeline"].stop_reason == "fit_ended" and d.settings["epochs"] == 2
+    assert model.train_function != monitor._timed_train_function  # fit's own function is back
+    assert json.loads((tmp_path / "fit.json").read_text())["verdict"]["bottleneck"] == "input"
+    assert "INPUT" in (tmp_path / "fit.html").read_text()
+    assert (tmp_path / "fit.csv").read_text().count(",pipeline,timed,") > 0
+    tb = scalars(str(tmp_path / "tb"))
+    assert [step for step, _ in tb["pipediag/input_wait_frac"]] == [0, 1]
+    assert all(v > 0.5 for _, v in tb["pipediag/input_wait_frac"])
+    assert "pipediag/gpu_util_pct" not in tb  # no GPU here: absent, not 0
+
+
+@pytest.mark.slow
+def test_free_input_is_not_input_bound():
+    x = np.random.default_rng(0).normal(size=(512, 64)).astype("float32")
+    ds = tf.data.Dataset.from_tensor_slices((x, np.arange(512) % 4)).cache().repeat().batch(64).prefetch(2)
+    monitor = InputMonitor(verbose=0)
+    model_for(64, hidden=512).fit(ds, epochs=1, steps_per_epoch=STEPS, verbose=0, callbacks=[monitor])
+    d = monitor.diagnosis
+    assert d.modes["pipeline"].input_wait_frac < 0.05
+    assert d.verdict.bottleneck == "compute" and d.verdict.confidence == "low"  # no GPU: host vs compute unknown
+
+
+@pytest.mark.slow
+def test_steps_per_execution_above_one_is_left_alone_and_said():
+    model = small_model()
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  steps_per_execution=4)
+    monitor = InputMonitor(verbose=0)
+    history = model.fit(serial_sleep_map(), epochs=1, steps_per_epoch=8, verbose=0, callbacks=[monitor])
+    assert len(history.history["loss"]) == 1
+    d = monitor.diagnosis
+    assert d.modes == {} and d.verdict.bottleneck == "inconclusive"
+    assert "steps_per_execution=4" in d.verdict.reason
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_fit_leaves_a_partial_diagnosis(tmp_path):
+    calls = []
+
+    def interrupt_on_the_30th(x):
+        calls.append(1)
+        if len(calls) == 30:
+            signal.raise_signal(signal.SIGINT)  # what Ctrl-C does; Python raises it in the main thread
+        return x
+
+    ds = serial_sleep_map(batch_size=4).map(lambda x, y: (tf.numpy_function(interrupt_on_the_30th, [x], tf.float32), y))
+    ds = ds.map(lambda x, y: (tf.ensure_shape(x, [None, 8]), y))
+    monitor = InputMonitor(json=str(tmp_path / "partial.json"), verbose=0, warmup_steps=2)
+    with pytest.raises(KeyboardInterrupt):
+        small_model().fit(ds, epochs=1, steps_per_epoch=1000, verbose=0, callbacks=[monitor])
+    d = monitor.result()
+    assert d.status == "interrupted" and d.verdict.confidence == "low"
+    assert json.loads((tmp_path / "partial.json").read_text())["status"] == "interrupted"

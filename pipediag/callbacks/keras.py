@@ -58,6 +58,13 @@ def unsupported_reason(model: Any) -> str | None:
     return None
 
 
+def _unwrapped(function):
+    """Keras's own train function, also when a fit that raised left a monitor's wrapper in place."""
+    while getattr(function, "__func__", None) is InputMonitor._timed_train_function:
+        function = function.__self__._original
+    return function
+
+
 class InputMonitor(keras.callbacks.Callback):
     """Measure input wait vs step time inside `model.fit`, sample CPU/GPU, and give a verdict.
 
@@ -109,6 +116,9 @@ class InputMonitor(keras.callbacks.Callback):
     def on_train_begin(self, logs=None) -> None:
         from pipediag.environment import collect
 
+        keras_train_function = _unwrapped(getattr(self.model, "train_function", None))
+        if self._active:  # the last fit raised and result() was never asked for: clean up quietly
+            self._sampler.stop()
         self._reset()
         self.diagnosis = None
         self._started_ns = self.clock_ns()
@@ -120,7 +130,7 @@ class InputMonitor(keras.callbacks.Callback):
         self._sampler.start()
         self._active = True
         if self._unsupported is None:
-            self._original = self.model.train_function
+            self._original = keras_train_function
             self.model.train_function = self._timed_train_function
 
     def on_epoch_begin(self, epoch, logs=None) -> None:

@@ -9,6 +9,7 @@ import signal
 import numpy as np
 import pytest
 
+from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
 from pipediag.backends.tf import keras, tf
 from pipediag.keras import InputMonitor
 from tests.fixtures.pipelines import serial_sleep_map, small_model
@@ -59,14 +60,16 @@ def test_a_slow_pipeline_is_input_bound_and_every_output_is_written(tmp_path):
 
 
 @pytest.mark.slow
-def test_free_input_is_not_input_bound():
+def test_free_input_with_an_idle_gpu_is_host_bound(tmp_path):
     x = np.random.default_rng(0).normal(size=(512, 64)).astype("float32")
     ds = tf.data.Dataset.from_tensor_slices((x, np.arange(512) % 4)).cache().repeat().batch(64).prefetch(2)
-    monitor = InputMonitor(verbose=0)
+    gpu = FakeNvml([FakeGpu(util_pct=30.0)])  # a scripted GPU, busy 30% of the time
+    monitor = InputMonitor(verbose=0, nvml_lib=gpu, log_dir=str(tmp_path))
     model_for(64, hidden=512).fit(ds, epochs=1, steps_per_epoch=STEPS, verbose=0, callbacks=[monitor])
     d = monitor.diagnosis
-    assert d.modes["pipeline"].input_wait_frac < 0.05
-    assert d.verdict.bottleneck == "compute" and d.verdict.confidence == "low"  # no GPU: host vs compute unknown
+    assert d.modes["pipeline"].input_wait_frac < 0.05 and d.modes["pipeline"].gpu_util_pct == 30.0
+    assert d.verdict.bottleneck == "host"
+    assert scalars(str(tmp_path))["pipediag/gpu_util_pct"] == [(0, 30.0)]
 
 
 @pytest.mark.slow
@@ -100,3 +103,19 @@ def test_ctrl_c_in_fit_leaves_a_partial_diagnosis(tmp_path):
     d = monitor.result()
     assert d.status == "interrupted" and d.verdict.confidence == "low"
     assert json.loads((tmp_path / "partial.json").read_text())["status"] == "interrupted"
+
+
+@pytest.mark.slow
+def test_a_fit_that_raised_does_not_break_the_next_one():
+    class Stop(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == 3:
+                raise RuntimeError("the user's own callback failed")
+
+    model, ds = small_model(), serial_sleep_map()
+    monitor = InputMonitor(verbose=0, warmup_steps=1)
+    with pytest.raises(RuntimeError):
+        model.fit(ds, epochs=1, steps_per_epoch=10, verbose=0, callbacks=[monitor, Stop()])
+    model.fit(ds, epochs=1, steps_per_epoch=14, verbose=0, callbacks=[monitor])  # the wrapper left behind is undone
+    assert monitor.diagnosis.status == "complete" and monitor.diagnosis.modes["pipeline"].steps == 13
+    assert model.train_function != monitor._timed_train_function

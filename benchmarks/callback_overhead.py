@@ -90,7 +90,7 @@ def mlp_workload():
 
 def measure(name, model, ds, rounds, steps):
     model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    model.fit(ds, epochs=1, steps_per_epoch=WARMUP + 20, verbose=0)  # compile once, for both arms
+    model.fit(ds, epochs=1, steps_per_epoch=WARMUP + 20, verbose=0, shuffle=False)  # compile once, for both arms
     rates = {"without": [], "with": []}
     fixed_s = []
     for r in range(rounds):
@@ -101,7 +101,7 @@ def measure(name, model, ds, rounds, steps):
             if arm == "with":
                 monitor = TimedMonitor(verbose=0)
                 callbacks.append(monitor)
-            model.fit(ds, epochs=1, steps_per_epoch=WARMUP + steps, verbose=0, callbacks=callbacks)
+            model.fit(ds, epochs=1, steps_per_epoch=WARMUP + steps, verbose=0, shuffle=False, callbacks=callbacks)
             rates[arm].append(steps / (timer.end - timer.start))
             if arm == "with":
                 assert monitor.diagnosis.modes["pipeline"].steps > 0, "the monitor measured nothing"

@@ -48,7 +48,8 @@ def check_outputs(args: argparse.Namespace) -> None:
         path = getattr(args, option, None)
         if path and os.path.isdir(path):
             flag = "--" + option.replace("_", "-")
-            raise UsageError(f"{flag} {path} is a folder", f"give a file name, e.g. {flag} {os.path.join(path, 'run.' + ('csv' if option == 'samples_csv' else option))}")
+            example = os.path.join(path, "samples.csv" if option == "samples_csv" else f"run.{option}")
+            raise UsageError(f"{flag} {path} is a folder", f"give a file name, e.g. {flag} {example}")
     if getattr(args, "html", None):
         try:
             import matplotlib  # noqa: F401

@@ -39,7 +39,7 @@ def test_a_slow_pipeline_is_input_bound_and_every_output_is_written(tmp_path):
     monitor = InputMonitor(json=str(tmp_path / "fit.json"), html=str(tmp_path / "fit.html"),
                            samples_csv=str(tmp_path / "fit.csv"), log_dir=str(tmp_path / "tb"), verbose=0,
                            warmup_steps=3)
-    model.fit(serial_sleep_map(), epochs=2, steps_per_epoch=STEPS // 2, verbose=0, callbacks=[monitor])
+    model.fit(serial_sleep_map(), epochs=2, steps_per_epoch=STEPS // 2, verbose=0, shuffle=False, callbacks=[monitor])
     d = monitor.diagnosis
     assert d.status == "complete" and d.step.kind == "keras_fit"
     pipeline = d.modes["pipeline"]
@@ -65,7 +65,7 @@ def test_free_input_with_an_idle_gpu_is_host_bound(tmp_path):
     ds = tf.data.Dataset.from_tensor_slices((x, np.arange(512) % 4)).cache().repeat().batch(64).prefetch(2)
     gpu = FakeNvml([FakeGpu(util_pct=30.0)])  # a scripted GPU, busy 30% of the time
     monitor = InputMonitor(verbose=0, nvml_lib=gpu, log_dir=str(tmp_path))
-    model_for(64, hidden=512).fit(ds, epochs=1, steps_per_epoch=STEPS, verbose=0, callbacks=[monitor])
+    model_for(64, hidden=512).fit(ds, epochs=1, steps_per_epoch=STEPS, verbose=0, shuffle=False, callbacks=[monitor])
     d = monitor.diagnosis
     assert d.modes["pipeline"].input_wait_frac < 0.05 and d.modes["pipeline"].gpu_util_pct == 30.0
     assert d.verdict.bottleneck == "host"
@@ -78,7 +78,7 @@ def test_steps_per_execution_above_one_is_left_alone_and_said():
     model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   steps_per_execution=4)
     monitor = InputMonitor(verbose=0)
-    history = model.fit(serial_sleep_map(), epochs=1, steps_per_epoch=8, verbose=0, callbacks=[monitor])
+    history = model.fit(serial_sleep_map(), epochs=1, steps_per_epoch=8, verbose=0, shuffle=False, callbacks=[monitor])
     assert len(history.history["loss"]) == 1
     d = monitor.diagnosis
     assert d.modes == {} and d.verdict.bottleneck == "inconclusive"
@@ -99,7 +99,7 @@ def test_ctrl_c_in_fit_leaves_a_partial_diagnosis(tmp_path):
     ds = ds.map(lambda x, y: (tf.ensure_shape(x, [None, 8]), y))
     monitor = InputMonitor(json=str(tmp_path / "partial.json"), verbose=0, warmup_steps=2)
     with pytest.raises(KeyboardInterrupt):
-        small_model().fit(ds, epochs=1, steps_per_epoch=1000, verbose=0, callbacks=[monitor])
+        small_model().fit(ds, epochs=1, steps_per_epoch=1000, verbose=0, shuffle=False, callbacks=[monitor])
     d = monitor.result()
     assert d.status == "interrupted" and d.verdict.confidence == "low"
     assert json.loads((tmp_path / "partial.json").read_text())["status"] == "interrupted"
@@ -115,7 +115,7 @@ def test_a_fit_that_raised_does_not_break_the_next_one():
     model, ds = small_model(), serial_sleep_map()
     monitor = InputMonitor(verbose=0, warmup_steps=1)
     with pytest.raises(RuntimeError):
-        model.fit(ds, epochs=1, steps_per_epoch=10, verbose=0, callbacks=[monitor, Stop()])
-    model.fit(ds, epochs=1, steps_per_epoch=14, verbose=0, callbacks=[monitor])  # the wrapper left behind is undone
+        model.fit(ds, epochs=1, steps_per_epoch=10, verbose=0, shuffle=False, callbacks=[monitor, Stop()])
+    model.fit(ds, epochs=1, steps_per_epoch=14, verbose=0, shuffle=False, callbacks=[monitor])  # the wrapper left behind is undone
     assert monitor.diagnosis.status == "complete" and monitor.diagnosis.modes["pipeline"].steps == 13
     assert model.train_function != monitor._timed_train_function

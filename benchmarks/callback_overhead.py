@@ -9,6 +9,12 @@ warm-up and at `on_train_end`: steps / that time is the fit's throughput. The mo
 cost per fit (environment, sampler start, building the report at the end) is timed apart, as
 seconds per fit, since it does not scale with the number of steps.
 
+The monitor changes how each step gets its batch: it takes it eagerly with `next(iterator)` and
+hands Keras's train function a one-batch list, instead of Keras fetching it inside its compiled
+function. So, apart from fit, the same compiled model is also driven directly both ways
+(`train_function(iterator)` vs `train_function([next(iterator)])`, alternating, no callbacks, no
+sampler): that ratio is the path's own share of any difference.
+
 Writes benchmarks/results/callback_overhead-<date>.json and prints a summary. The goal: the
 throughput ratio (with / without) >= 0.99 on the realistic workload.
 """
@@ -107,6 +113,7 @@ def measure(name, model, ds, rounds, steps):
                 assert monitor.diagnosis.modes["pipeline"].steps > 0, "the monitor measured nothing"
                 fixed_s.append(monitor.fixed_s)
     pair = [w / wo for w, wo in zip(rates["with"], rates["without"])]
+    direct = direct_paths(model, ds, rounds, steps)
     result = {
         "workload": name,
         "rounds": rounds,
@@ -118,8 +125,28 @@ def measure(name, model, ds, rounds, steps):
         "ratio_per_round_min_max": [min(pair), max(pair)],
         "step_ms_without_median": 1000 / statistics.median(rates["without"]),
         "monitor_fixed_s_per_fit_median": statistics.median(fixed_s),
+        "direct_calls_batches_per_sec": direct,
+        "direct_calls_ratio_list_over_iterator": statistics.median(direct["list"]) / statistics.median(direct["iterator"]),
     }
     return result
+
+
+def direct_paths(model, ds, rounds, steps):
+    """The two ways of feeding Keras's train function, called directly in a loop."""
+    fn = model.train_function
+    iterator = iter(ds)
+    for _ in range(WARMUP):
+        fn(iterator)
+        fn([next(iterator)])
+    rates = {"iterator": [], "list": []}
+    for r in range(rounds):
+        for arm in ("iterator", "list") if r % 2 == 0 else ("list", "iterator"):
+            start = time.perf_counter()
+            for _ in range(steps):
+                logs = fn(iterator) if arm == "iterator" else fn([next(iterator)])
+            float(logs["loss"])  # the last step has finished
+            rates[arm].append(steps / (time.perf_counter() - start))
+    return rates
 
 
 def main() -> None:
@@ -137,7 +164,8 @@ def main() -> None:
         print(f"{name}: step {r['step_ms_without_median']:.2f} ms; with/without throughput "
               f"pooled {r['ratio_pooled']:.4f}, per round median {r['ratio_per_round_median']:.4f} "
               f"(min {r['ratio_per_round_min_max'][0]:.4f}, max {r['ratio_per_round_min_max'][1]:.4f}); "
-              f"fixed cost {r['monitor_fixed_s_per_fit_median']:.3f} s per fit", flush=True)
+              f"fixed cost {r['monitor_fixed_s_per_fit_median']:.3f} s per fit; direct calls, list/iterator path "
+              f"{r['direct_calls_ratio_list_over_iterator']:.4f}", flush=True)
     now = dt.datetime.now(dt.timezone.utc)
     record = {
         "benchmark": "callback_overhead",

@@ -7,7 +7,8 @@ waited for the next batch, which CPUs were busy meanwhile, and the GPU. Hence:
 
 1. memory (medium) — available host memory fell below 5% (the same threshold as `decide`).
 2. inconclusive — fewer than MIN_STEPS timed steps, or no input-wait measurement.
-3. input — waited >= 20% (medium) or >= 5% (low) of the time: the TensorFlow profiler's thresholds.
+3. input — waited >= 20% (medium) or >= 5% (low) of the time: the TensorFlow profiler's thresholds;
+   low when the median wait is under SHORT_WAIT_MS (about the cost of taking a ready batch).
 4. memory (low) — GPU memory >= 95% full.
 5. host (medium) — the GPU was busy < 50% although training hardly waited for input.
 6. compute — otherwise; without GPU readings host and compute cannot be told apart (low).
@@ -22,6 +23,12 @@ from __future__ import annotations
 from pipediag.analysis.modes import ModeSummary, input_side_cpu
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.rules import Verdict, classify_cpu
+
+# Below this median wait, the wait is of the same order as taking a ready batch at all: an eager
+# `next(iterator)` dispatches an op and crosses from Python to TensorFlow's runtime, which costs
+# tenths of a millisecond (0.2-0.25 ms for a cached, prefetched pipeline on the 2-core
+# development machine). Such a wait says more about a very short step than about the pipeline.
+SHORT_WAIT_MS = 1.0
 
 CAVEAT = (
     "seen from inside your fit only (the pipeline mode): without a run on free input or of the pipeline alone, "
@@ -79,6 +86,10 @@ def decide_pipeline_only(m: ModeSummary | None, unmeasured_wait_reason: str | No
         confidence = "medium" if high else "low"
         if noisy:
             confidence = _lower(confidence)
+        if m.wait_ms_median is not None and m.wait_ms_median < SHORT_WAIT_MS:
+            confidence = "low"
+            evidence.append(f"each wait is short ({m.wait_ms_median:.2f} ms median): part of it is the cost of taking "
+                            "a ready batch at all, which a step this short makes visible")
         if pattern:
             evidence.append(pattern.text)
         evidence.append(f"removing the wait would make training up to {1 / (1 - wait):.2f}x faster"

@@ -17,8 +17,9 @@ from tests.fixtures.pipelines import serial_sleep_map, small_model
 STEPS = 40
 
 
-def model_for(x_dim, hidden=16):
-    model = keras.Sequential([keras.Input((x_dim,)), keras.layers.Dense(hidden), keras.layers.Dense(4)])
+def model_for(x_dim, hidden=16, layers=1):
+    model = keras.Sequential([keras.Input((x_dim,))] + [keras.layers.Dense(hidden) for _ in range(layers)]
+                             + [keras.layers.Dense(4)])
     model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 
@@ -66,7 +67,8 @@ def test_free_input_with_an_idle_gpu_is_host_bound(tmp_path):
     ds = tf.data.Dataset.from_tensor_slices((x, np.arange(512) % 4)).batch(64).cache().repeat().prefetch(2)
     gpu = FakeNvml([FakeGpu(util_pct=30.0)])  # a scripted GPU, busy 30% of the time
     monitor = InputMonitor(verbose=0, nvml_lib=gpu, log_dir=str(tmp_path))
-    model_for(64, hidden=2048).fit(ds, epochs=1, steps_per_epoch=STEPS, verbose=0, shuffle=False, callbacks=[monitor])
+    # tens of ms per step: far above the cost of taking a ready batch (a few tenths of a ms here)
+    model_for(64, hidden=2048, layers=2).fit(ds, epochs=1, steps_per_epoch=STEPS, verbose=0, shuffle=False, callbacks=[monitor])
     d = monitor.diagnosis
     assert d.modes["pipeline"].input_wait_frac < 0.05 and d.modes["pipeline"].gpu_util_pct == 30.0
     assert d.verdict.bottleneck == "host"

@@ -50,5 +50,15 @@ def test_memory_and_too_few_steps_and_unmeasured_wait():
     assert off.bottleneck == "inconclusive" and off.reason.startswith("steps_per_execution=4")
 
 
+def test_waits_as_short_as_taking_a_batch_are_low_confidence():
+    from pipediag.verdict.pipeline_only import SHORT_WAIT_MS
+
+    # rate 50/s: 20 ms steps; 40% of them waiting is 8 ms a step. At 1000/s, 0.4 ms.
+    assert decide_pipeline_only(fit(50.0, wait=0.4)).confidence == "medium"
+    short = decide_pipeline_only(fit(1000.0, wait=0.4))
+    assert 1000 / 1000.0 * 0.4 < SHORT_WAIT_MS and short.bottleneck == "input" and short.confidence == "low"
+    assert any("each wait is short (0.40 ms median)" in e for e in short.evidence)
+
+
 def test_noisy_rate_lowers_confidence():
     assert decide_pipeline_only(fit(wait=0.3, rel_ci=0.4)).confidence == "low"

@@ -26,7 +26,7 @@ from pipediag.verdict.rules import Verdict, classify_cpu
 
 # Below this median wait, the wait is of the same order as taking a ready batch at all: an eager
 # `next(iterator)` dispatches an op and crosses from Python to TensorFlow's runtime, which costs
-# tenths of a millisecond (0.2-0.25 ms for a cached, prefetched pipeline on the 2-core
+# tenths of a millisecond (0.25 ms on average for a cached, prefetched pipeline on the 2-core
 # development machine). Such a wait says more about a very short step than about the pipeline.
 SHORT_WAIT_MS = 1.0
 

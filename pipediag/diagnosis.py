@@ -142,15 +142,23 @@ class Diagnosis:
 
 
 def write_json(data: dict[str, Any], path: str) -> None:
+    """Write atomically (see `write_text`), strict JSON: no NaN or Infinity."""
+    write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", path)
+
+
+def write_text(text: str, path: str) -> None:
     """Write atomically: a temp file in the same folder, then rename over the target, so a
     reader (or a Ctrl-C) never sees half a file."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".pipediag-", suffix=".json.tmp", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=".pipediag-", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, allow_nan=False)
-            f.write("\n")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        # mkstemp makes the file private (0600); a report is as readable as any file the user writes.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

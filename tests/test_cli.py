@@ -43,6 +43,23 @@ def test_target_and_demo_together_is_a_usage_error(fixture_spec):
     assert result.returncode == 2
 
 
+def test_output_path_that_is_a_folder_is_refused_before_running(fixture_spec, tmp_path):
+    result = pipediag("diagnose", fixture_spec("in_memory"), "--html", str(tmp_path))
+    assert result.returncode == 2 and "is a folder" in result.stderr and "HINT:" in result.stderr
+
+
+def test_report_rerenders_a_saved_run_as_html_and_csv(tmp_path):
+    from pipediag.diagnosis import write_json
+    from tests.summaries import diagnosis
+
+    saved, page, samples = tmp_path / "run.json", tmp_path / "run.html", tmp_path / "s.csv"
+    write_json(diagnosis().to_dict(), str(saved))
+    result = pipediag("report", str(saved), "--html", str(page), "--samples-csv", str(samples))
+    assert result.returncode == 0, result.stderr
+    assert "Modes" in result.stdout and f"wrote {page}" in result.stderr
+    assert "<svg" in page.read_text() and samples.read_text().startswith("time_s,time_ns,mode,phase,")
+
+
 @pytest.mark.slow
 def test_users_failing_step_exits_1_with_their_traceback_only(fixture_spec):
     result = pipediag("diagnose", fixture_spec("in_memory"), "--step", fixture_spec("raising_step"), "--quiet")
@@ -68,18 +85,40 @@ def test_builder_returning_a_list_exits_2(fixture_spec):
 
 @pytest.mark.slow
 def test_diagnose_writes_json_and_report_reprints_it(fixture_spec, tmp_path):
-    out = tmp_path / "run.json"
+    out, page, samples = tmp_path / "run.json", tmp_path / "run.html", tmp_path / "samples.csv"
     result = pipediag("diagnose", fixture_spec("serial_sleep_map"), "--step", fixture_spec("light_step"),
-                      "--max-seconds", "3", "--json", str(out))
+                      "--max-seconds", "3", "--json", str(out), "--html", str(page), "--samples-csv", str(samples))
     assert result.returncode == 0, result.stderr
     assert "Verdict" in result.stdout and "INPUT" in result.stdout
-    assert "synthetic" in result.stderr  # the progress bars
+    assert "synthetic mode" in result.stderr and "taking the first batch" in result.stderr  # the progress bars
+    assert f"wrote {page}" in result.stderr
+    assert "map(slow_read)" in page.read_text() and page.read_text().count("<svg") == 2
+    modes = {line.split(",")[2] for line in samples.read_text().splitlines()[1:]}
+    assert {"synthetic", "pipeline", "input_only", "tuned"} <= modes
     data = json.loads(out.read_text())
     assert data["schema_version"] == 1 and data["verdict"]["bottleneck"] == "input"
     assert data["fixes"][0]["stage"] == "map(slow_read)"
     again = pipediag("report", str(out))
     assert again.returncode == 0
     assert "map(slow_read)" in again.stdout and "INPUT" in again.stdout
+    rerendered = tmp_path / "again.html"
+    quiet = pipediag("report", str(out), "--html", str(rerendered), "--quiet")
+    assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""
+    assert rerendered.read_text() == page.read_text()  # the JSON round-trips: the same page
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_a_partial_report_in_every_output(fixture_spec, tmp_path):
+    out, page, samples = tmp_path / "run.json", tmp_path / "run.html", tmp_path / "samples.csv"
+    result = pipediag("diagnose", fixture_spec("in_memory"), "--step", fixture_spec("interrupting_step"),
+                      "--max-seconds", "1", "--json", str(out), "--html", str(page), "--samples-csv", str(samples))
+    assert result.returncode == 130, result.stderr
+    assert "[INTERRUPTED: partial" in result.stdout and "Verdict" in result.stdout  # the line may wrap
+    data = json.loads(out.read_text())
+    assert data["status"] == "interrupted" and data["modes"]["synthetic"]["steps"] > 0
+    assert data["verdict"]["confidence"] == "low"
+    assert "INTERRUPTED: partial report" in page.read_text()
+    assert len(samples.read_text().splitlines()) > 10
 
 
 @pytest.mark.slow
@@ -98,6 +137,7 @@ def test_demo_runs(tmp_path):
     out = tmp_path / "demo.json"
     result = pipediag("diagnose", "--demo", "--quiet", "--max-seconds", "3", "--json", str(out))
     assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # --quiet, for CI logs: the report on stdout and nothing else
     data = json.loads(out.read_text())
     assert data["verdict"]["bottleneck"] in ("input", "compute", "inconclusive", "host", "memory")
     assert data["step"]["kind"] == "standin"

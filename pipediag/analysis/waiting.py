@@ -52,7 +52,12 @@ def _overlap_ns(intervals: list[tuple[int, int]], lo: int, hi: int, start_index:
 def cpu_while_waiting(run: ModeRun, samples: tuple[Sample, ...], interval_ns: int) -> CpuWhileWaiting | None:
     """None when no sample overlaps a wait (too short a mode, or nothing waited).
     `interval_ns` is the sampling period: the first sample covers that much time before it."""
-    intervals = waiting_intervals(run)
+    return cpu_during(waiting_intervals(run), samples, interval_ns)
+
+
+def cpu_during(intervals: list[tuple[int, int]], samples: tuple[Sample, ...], interval_ns: int) -> CpuWhileWaiting | None:
+    """The same, for absolute, sorted, non-overlapping [start, end) waiting intervals (e.g. the
+    waits of a `fit`, whose epochs leave gaps that `waiting_intervals` cannot know about)."""
     if not intervals or not samples:
         return None
     weights = []

@@ -1,11 +1,15 @@
-"""What several subcommands share: argument types, the rich progress display, exit codes."""
+"""What several subcommands share: argument types, report outputs, the rich progress display,
+exit codes."""
 
 from __future__ import annotations
 
 import argparse
+import os
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from pipediag.errors import UsageError
 
 EXIT_OK, EXIT_USER_CODE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -30,15 +34,65 @@ def positive_int(text: str) -> int:
     return value
 
 
+def add_output_arguments(p: argparse.ArgumentParser, json: bool = True) -> None:
+    """The files a diagnosis can be written to; shared by diagnose and report."""
+    if json:
+        p.add_argument("--json", metavar="FILE", help="write the diagnosis as JSON (schema_version 1)")
+    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
+    p.add_argument("--samples-csv", metavar="FILE", help="write every CPU/GPU sample with its time and mode as CSV")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse unusable output paths before a long run, not after it."""
+    for option in ("json", "html", "samples_csv"):
+        path = getattr(args, option, None)
+        if path and os.path.isdir(path):
+            flag = "--" + option.replace("_", "-")
+            example = os.path.join(path, "samples.csv" if option == "samples_csv" else f"run.{option}")
+            raise UsageError(f"{flag} {path} is a folder", f"give a file name, e.g. {flag} {example}")
+    if getattr(args, "html", None):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError("--html needs matplotlib, which is not installed",
+                             "pip install matplotlib (pipediag lists it as a dependency)") from None
+
+
+def write_outputs(diagnosis, args: argparse.Namespace) -> list[str]:
+    """Write every file asked for (JSON, HTML, samples CSV), each atomically; return their paths.
+    Called for interrupted runs too: a partial report is still a report."""
+    from pipediag.diagnosis import write_json, write_text
+
+    written = []
+    if getattr(args, "json", None):
+        write_json(diagnosis.to_dict(), args.json)
+        written.append(args.json)
+    if getattr(args, "html", None):
+        from pipediag.report.html import render_html
+
+        write_text(render_html(diagnosis), args.html)
+        written.append(args.html)
+    if getattr(args, "samples_csv", None):
+        from pipediag.report.samples_csv import format_samples_csv
+
+        write_text(format_samples_csv(diagnosis), args.samples_csv)
+        written.append(args.samples_csv)
+    return written
+
+
 class RichProgress:
-    """The library's Progress callback drawn as one bar per mode (on stderr, so stdout stays clean)."""
+    """The library's Progress callback, drawn on stderr (so stdout stays clean): one bar per mode
+    (its time cap as the total), and an open-ended bar with a clock for every other phase —
+    building the dataset, the first batch (a shuffle buffer may fill for long), building the
+    step, tuning (a cache may be filled) — so no long wait is silent."""
 
     def __init__(self, console: Console):
         self.bars = Progress(
-            TextColumn("{task.description:<11}"), BarColumn(), TextColumn("{task.fields[steps]:>6} steps"),
+            TextColumn("{task.description:<24}"), BarColumn(), TextColumn("{task.fields[steps]:>11}"),
             TimeElapsedColumn(), console=console, transient=False,
         )
         self.tasks: dict[str, TaskID] = {}
+        self._phase: TaskID | None = None
 
     def __enter__(self) -> RichProgress:
         self.bars.__enter__()
@@ -48,16 +102,25 @@ class RichProgress:
         self._finish_all()
         self.bars.__exit__(*exc)
 
+    def _finish_phase(self) -> None:
+        if self._phase is not None:
+            self.bars.update(self._phase, total=1, completed=1)
+            self.bars.stop_task(self._phase)
+            self._phase = None
+
     def _finish_all(self) -> None:
+        self._finish_phase()
         for task in self.tasks.values():
             self.bars.update(task, completed=self.bars.tasks[task].total)
+            self.bars.stop_task(task)
 
     def phase(self, text: str) -> None:
-        if not text.endswith(" mode"):
-            self.bars.console.print(f"[dim]… {text}[/dim]")
+        self._finish_phase()
+        if not text.endswith(" mode"):  # modes get their own bar with a known total
+            self._phase = self.bars.add_task(text, total=None, steps="")
 
     def mode(self, name: str, elapsed_s: float, cap_s: float, steps: int) -> None:
         if name not in self.tasks:
             self._finish_all()
-            self.tasks[name] = self.bars.add_task(name, total=cap_s, steps=0)
-        self.bars.update(self.tasks[name], completed=min(elapsed_s, cap_s), steps=steps)
+            self.tasks[name] = self.bars.add_task(f"{name} mode", total=cap_s, steps="0 steps")
+        self.bars.update(self.tasks[name], completed=min(elapsed_s, cap_s), steps=f"{steps} steps")

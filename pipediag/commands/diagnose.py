@@ -6,7 +6,16 @@ import argparse
 
 from rich.console import Console
 
-from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_OK, RichProgress, positive_float, positive_int
+from pipediag.commands.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    RichProgress,
+    add_output_arguments,
+    check_outputs,
+    positive_float,
+    positive_int,
+    write_outputs,
+)
 from pipediag.errors import UsageError
 
 
@@ -26,7 +35,7 @@ def add_target_arguments(p: argparse.ArgumentParser, *, batch_size: bool = True,
     p.add_argument("--max-seconds", type=positive_float, default=max_seconds,
                    help=f"time cap per mode (default: {max_seconds:g})")
     p.add_argument("--sample-hz", type=positive_float, default=10.0, help="CPU/GPU sampling rate (default: 10)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars; the report only")
+    p.add_argument("--quiet", action="store_true", help="for CI logs: no progress bars or messages, the report only")
 
 
 def register(sub) -> None:
@@ -39,7 +48,7 @@ def register(sub) -> None:
                    "(default: tfds' own); nothing is ever downloaded")
     d.add_argument("--split", help="tfds:NAME targets: the split to read (default: train)")
     d.add_argument("--ram-budget-mb", type=positive_int, help="most memory a cache may take (default: half of free)")
-    d.add_argument("--json", metavar="FILE", help="write the diagnosis as JSON (schema_version 1)")
+    add_output_arguments(d)
 
 
 def load_step_options(args: argparse.Namespace) -> dict:
@@ -62,7 +71,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag import api
     from pipediag.builder import target as targets
     from pipediag.builder import tfds_target
-    from pipediag.diagnosis import write_json
     from pipediag.modes.runner import StopRule
     from pipediag.report.terminal import render_diagnosis
 
@@ -71,6 +79,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if (args.data_dir or args.split) and not tfds_target.is_tfds_target(args.target):
         raise UsageError("--data-dir and --split are for tfds:NAME targets",
                          "pass your builder's own arguments with --arg data_dir=... ")
+    check_outputs(args)
     # Import TensorFlow through pipediag before the user's file does, so its start-up log lines
     # are filtered (seen on the H200: a builder file importing TF first let them through).
     import pipediag.backends.tf  # noqa: F401
@@ -93,9 +102,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         with RichProgress(err) as progress:
             diagnosis = api.diagnose(builder, progress=progress, **options)
-    if args.json:
-        write_json(diagnosis.to_dict(), args.json)
+    # Files first: on an interrupted run they are what the user keeps.
+    written = write_outputs(diagnosis, args)
     out.print(render_diagnosis(diagnosis))
-    if args.json:
-        err.print(f"[dim]wrote {args.json}[/dim]")
+    if not args.quiet:
+        for path in written:
+            err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
     return EXIT_INTERRUPTED if diagnosis.status == "interrupted" else EXIT_OK

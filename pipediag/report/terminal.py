@@ -22,9 +22,14 @@ def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
     return missing if value is None else fmt.format(value)
 
 
+def from_fit(d: Diagnosis) -> bool:
+    """Measured inside the user's own `fit` by the Keras InputMonitor: the pipeline mode only."""
+    return d.step is not None and d.step.kind == "keras_fit"
+
+
 def header(d: Diagnosis) -> RenderableType:
     lines = Text()
-    lines.append("pipediag diagnose ", style="bold")
+    lines.append("pipediag InputMonitor: " if from_fit(d) else "pipediag diagnose ", style="bold")
     lines.append(d.target, style="cyan")
     if d.status != "complete":
         lines.append(f"  [{d.status.upper()}: partial report]", style="bold red")
@@ -64,7 +69,8 @@ def modes_table(d: Diagnosis) -> Table:
     for name in MODE_NAMES:
         m = d.modes.get(name)
         if m is None:
-            table.add_row(name, "—", "", "—", "—", "—", "—", "—", "0")
+            if not from_fit(d):  # a fit has only the pipeline mode: no empty rows for the others
+                table.add_row(name, "—", "", "—", "—", "—", "—", "—", "0")
             continue
         half = ""
         if m.batches_per_sec_ci:
@@ -74,7 +80,7 @@ def modes_table(d: Diagnosis) -> Table:
             name, _num(m.batches_per_sec), half, _num(m.step_ms_median, "{:.2f}"), _num(m.step_ms_p90, "{:.2f}"),
             wait, _num(m.cpu_util_pct, "{:.0f}%"), _num(m.gpu_util_pct, "{:.0f}%", "n/a"), str(m.steps),
         )
-        if m.stop_reason != "stable":
+        if m.stop_reason not in ("stable", "fit_ended"):
             stops.append(f"{name}: {m.stop_reason.replace('_', ' ')}")
         if m.first_step_ms is not None:
             first_steps.append(f"first step (tracing, compiling) {m.first_step_ms:.0f} ms, kept out of the timings")

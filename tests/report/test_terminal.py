@@ -116,3 +116,17 @@ def test_timing_line_names_framework_and_sync():
     d = replace(diagnosis(), step=StepInfo("user", "step function 'step' from t.py:make_step, fed numpy batches",
                                            "numpy", "jax", "block_until_ready() on the step's JAX arrays"))
     assert "timing: jax step; block_until_ready() on the step's JAX arrays" in text(render_diagnosis(d))
+
+
+def test_a_fit_shows_only_the_pipeline_mode():
+    from dataclasses import replace
+
+    from pipediag.steps.step import StepInfo
+    from tests.summaries import summary
+
+    d = diagnosis(verdict=VERDICT, modes={"pipeline": summary("pipeline", 50.0, wait=0.5, stop="fit_ended")})
+    d = replace(d, step=StepInfo("keras_fit", "your own model.fit of 'm'"), target="model.fit of Keras model 'm'")
+    out = text(render_diagnosis(d))
+    assert out.startswith("pipediag InputMonitor: model.fit of Keras model 'm'")
+    assert "│pipeline" in out and "│synthetic" not in out and "│tuned" not in out
+    assert "stopped early" not in out

@@ -1,0 +1,308 @@
+"""The HTML report: one self-contained file, charts inline as SVG, nothing loaded from the network.
+
+`render_html(diagnosis)` returns the page as a string; only the CLI writes it. The page is a list
+of sections, each a small function `section(diagnosis) -> str | None` that returns None when its
+data is absent (no verdict yet, no samples, no GPU): a new kind of result adds one function to
+`SECTIONS`. Every string that reaches the page goes through `escape()` (HTML-escaped), because
+function names, paths, notes and error messages come from the user's code. A Content-Security-
+Policy forbids scripts and every fetch, so even a mistake could not run code or reach the network.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+
+from pipediag.diagnosis import MODE_NAMES, Diagnosis
+from pipediag.report import charts
+from pipediag.report.terminal import from_fit
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+_VERDICT_COLORS = {"input": "#b7791f", "compute": "#2f855a", "memory": "#c53030", "host": "#805ad5",
+                   "inconclusive": "#4a5568"}
+_MODE_TEXT = {
+    "synthetic": "one real batch reused: the step with free input (compute ceiling)",
+    "pipeline": "your pipeline feeding the step",
+    "input_only": "your pipeline alone, no step (input ceiling)",
+    "tuned": "your pipeline rewritten by pipediag, feeding the step",
+}
+
+_STYLE = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1a202c;max-width:60rem;
+margin:0 auto;padding:1rem 1.5rem 3rem;background:#fff}
+h1{font-size:1.5rem;margin:.5rem 0}h2{font-size:1.2rem;margin:2rem 0 .5rem;border-bottom:1px solid #e2e8f0}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em}
+pre{background:#f7fafc;border:1px solid #e2e8f0;padding:.6rem .8rem;overflow-x:auto;white-space:pre-wrap}
+table{border-collapse:collapse;margin:.5rem 0}th,td{padding:.25rem .6rem;border-bottom:1px solid #edf2f7;
+text-align:right}th:first-child,td:first-child,.left{text-align:left}th{background:#f7fafc}
+.facts{color:#4a5568}.facts dt{font-weight:600;float:left;clear:left;width:8rem}.facts dd{margin-left:8.5rem}
+.banner{background:#fff5f5;border:2px solid #c53030;color:#742a2a;padding:.6rem 1rem;font-weight:600}
+.verdict{border-left:6px solid;padding:.4rem 1rem;background:#f7fafc}
+.bottleneck{font-size:1.4rem;font-weight:700;letter-spacing:.05em}
+.muted{color:#718096}.note{color:#744210}.measured{color:#2f855a;font-weight:700}
+figure{margin:1rem 0}figcaption{color:#4a5568;font-size:.9em}
+.fix{margin:1rem 0}.fix h3{font-size:1rem;margin:.2rem 0}
+"""
+
+
+def escape(value: object) -> str:
+    """Every user-supplied string goes through this on its way into the page."""
+    return html.escape(str(value), quote=True)
+
+
+def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
+    return missing if value is None else fmt.format(value)
+
+
+def header_section(d: Diagnosis) -> str:
+    tool = "pipediag InputMonitor:" if from_fit(d) else "pipediag diagnose"
+    parts = [f"<h1>{tool} <code>{escape(d.target)}</code></h1>"]
+    if d.status != "complete":
+        parts.append(
+            f'<p class="banner" id="partial">{escape(d.status.upper())}: partial report — it shows what was measured '
+            "before the run stopped; modes that did not finish are missing.</p>"
+        )
+    facts = []
+    if d.step:
+        facts.append(("step", d.step.description))
+    if d.element:
+        size = f"  ({d.element.batch_bytes / 2**20:.2f} MiB)" if d.element.batch_bytes else ""
+        facts.append(("batch", f"{d.element.structure}{size}"))
+    if d.stages:
+        facts.append(("pipeline", " → ".join(s.label for s in d.stages)))
+    if d.cardinality is not None:
+        facts.append(("length", f"{d.cardinality} batches" if isinstance(d.cardinality, int) else str(d.cardinality)))
+    if d.first_batch_ms is not None:
+        facts.append(("first batch", f"{d.first_batch_ms:.0f} ms"))
+    facts.append(("took", f"{d.elapsed_s:.1f} s, {d.created_at}"))
+    rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
+    parts.append(f'<dl class="facts">{rows}</dl>')
+    return "\n".join(parts)
+
+
+def verdict_section(d: Diagnosis) -> str:
+    v = d.verdict
+    if v is None:
+        return ('<h2>Verdict</h2><div class="verdict" id="verdict"><p class="bottleneck">NO VERDICT</p>'
+                "<p>The run ended before synthetic mode finished, so there is nothing to compare.</p></div>")
+    color = _VERDICT_COLORS.get(v.bottleneck, "#4a5568")
+    evidence = "".join(f"<li>{escape(line)}</li>" for line in v.evidence)
+    reason = f"<p><em>why no verdict: {escape(v.reason)}</em></p>" if v.reason else ""
+    return (
+        f'<h2>Verdict</h2><div class="verdict" id="verdict" style="border-color:{color}">'
+        f'<p><span class="bottleneck" style="color:{color}">{escape(v.bottleneck.upper())}</span> '
+        f'<span class="muted">(confidence: {escape(v.confidence)})</span></p>'
+        f"<p>{escape(v.headline)}</p>{reason}<ul class=\"evidence\">{evidence}</ul></div>"
+    )
+
+
+def modes_table(d: Diagnosis) -> str:
+    head = "".join(f"<th>{h}</th>" for h in ("mode", "batches/s", "95% interval", "step p50 ms", "p90 ms",
+                                             "input wait", "CPU", "GPU", "steps", "stopped"))
+    rows = []
+    for name in MODE_NAMES:
+        m = d.modes.get(name)
+        if m is None and from_fit(d):
+            continue
+        if m is None:
+            rows.append(f'<tr><td title="{escape(_MODE_TEXT[name])}">{name}</td>' + "<td>—</td>" * 7 + "<td>0</td><td>not run</td></tr>")
+            continue
+        ci = "" if not m.batches_per_sec_ci else f"{m.batches_per_sec_ci[0]:.1f} – {m.batches_per_sec_ci[1]:.1f}"
+        wait = "—" if m.input_wait_frac is None or name in ("synthetic", "input_only") else f"{100 * m.input_wait_frac:.0f}%"
+        cells = [_num(m.batches_per_sec), ci, _num(m.step_ms_median, "{:.2f}"), _num(m.step_ms_p90, "{:.2f}"), wait,
+                 _num(m.cpu_util_pct, "{:.0f}%"), _num(m.gpu_util_pct, "{:.0f}%", "n/a"), str(m.steps),
+                 m.stop_reason.replace("_", " ")]
+        rows.append(f'<tr><td title="{escape(_MODE_TEXT.get(name, name))}">{escape(name)}</td>'
+                    + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+    return f'<table id="modes"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def throughput_section(d: Diagnosis) -> str | None:
+    if not any(m.batches_per_sec for m in d.modes.values()):
+        return None
+    bars = []
+    for name in MODE_NAMES:
+        m = d.modes.get(name)
+        if m is None or not m.batches_per_sec:
+            continue
+        low, high = m.batches_per_sec_ci if m.batches_per_sec_ci else (None, None)
+        bars.append(charts.Bar(name, m.batches_per_sec, low, high, charts.MODE_COLORS.get(name, "#4c72b0")))
+    svg = charts.bar_chart(bars, "batches per second (error bars: 95% interval of the mean rate)", "throughput")
+    first = [f"first step (tracing, compiling) {m.first_step_ms:.0f} ms, kept out of the timings"
+             for m in d.modes.values() if m.first_step_ms is not None]
+    caption = "Throughput of each mode with its 95% interval. " + " ".join(first)
+    return (f"<h2>Modes</h2>{modes_table(d)}"
+            f'<figure class="chart" id="chart-throughput">{svg}<figcaption>{escape(caption)}</figcaption></figure>')
+
+
+def gpu_missing_reason(d: Diagnosis) -> str | None:
+    """Why no GPU utilization line can be drawn at all, or None when some GPU reading exists."""
+    if any(g.util_pct is not None for s in d.samples.samples for g in s.gpus):
+        return None
+    return (d.samples.gpu_unavailable_reason or d.samples.gpu_metric_reasons.get("util_pct")
+            or "no GPU readings were taken")
+
+
+def utilization_panels(d: Diagnosis) -> list[charts.Panel]:
+    """One panel per measured mode: CPU (all cores, and this process) and each GPU over the
+    mode's timed window. A GPU appears only where it has readings; a missing reading is a gap."""
+    panels = []
+    for name in MODE_NAMES:
+        run = d.runs.get(name)
+        if run is None:
+            continue
+        samples = d.samples.between(run.start_ns, run.end_ns)
+        if not samples:
+            continue
+        times = tuple((s.time_ns - run.start_ns) / 1e9 for s in samples)
+        cores = len(samples[0].cpu.per_core_pct) or 1
+        series = [
+            charts.Series("CPU, all cores", times, tuple(s.cpu.total_pct for s in samples), charts.CPU_COLOR),
+            charts.Series("this process", times, tuple(min(100.0, s.cpu.process_pct / cores) for s in samples),
+                          charts.PROCESS_COLOR, width=1.0),
+        ]
+        indices = sorted({g.index for s in samples for g in s.gpus})
+        for k, index in enumerate(indices):
+            values = tuple(next((g.util_pct for g in s.gpus if g.index == index), None) for s in samples)
+            if any(v is not None for v in values):
+                series.append(charts.Series(f"GPU {index}", times, values, charts.GPU_COLORS[k % len(charts.GPU_COLORS)]))
+        panels.append(charts.Panel(f"{name} — {_MODE_TEXT.get(name, name)}", tuple(series)))
+    return panels
+
+
+def utilization_section(d: Diagnosis) -> str | None:
+    panels = utilization_panels(d)
+    if not panels:
+        return None
+    svg = charts.timeline_chart(panels, "% busy", "utilization")
+    missing = gpu_missing_reason(d)
+    gpu = (f'<p class="note" id="gpu-missing">GPU: not measured ({escape(missing)}) — so no GPU line is drawn: a '
+           "reading that could not be taken is not 0%.</p>") if missing else ""
+    caption = ("CPU busy % of all cores and of this process (100% = every core), and NVML GPU utilization "
+               f"(a kernel ran during the sample), sampled every {d.samples.interval_s * 1000:.0f} ms.")
+    return (f"<h2>CPU and GPU over time</h2>{gpu}"
+            f'<figure class="chart" id="chart-utilization">{svg}<figcaption>{escape(caption)}</figcaption></figure>')
+
+
+def pipeline_section(d: Diagnosis) -> str | None:
+    if not d.stages:
+        return None
+    head = ('<tr><th>#</th><th class="left">stage</th><th class="left">op</th><th>parallelism</th><th>random</th>'
+            "<th>Python</th></tr>")
+    rows = []
+    for s in d.stages:
+        par = "" if s.parallelism is None else ("AUTOTUNE" if s.parallelism == -1 else str(s.parallelism))
+        rows.append(f'<tr><td>{s.index}</td><td class="left"><code>{escape(s.label)}</code></td><td class="left">{escape(s.op)}</td>'
+                    f"<td>{escape(par)}</td><td>{'yes' if s.is_random else ''}</td>"
+                    f"<td>{'py_function' if s.has_py_function else ''}</td></tr>")
+    return f'<h2>Pipeline</h2><table id="stages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def waterfall_section(d: Diagnosis) -> str | None:
+    """The rate after each stage and the slow stage, when the diagnosis has an anatomy (the
+    pipeline-anatomy work adds `Diagnosis.anatomy`: rows with `label`, `batches_per_sec`,
+    `batches_per_sec_ci`, `added_ms_per_batch`, `reason`; and `bottleneck_stage`, `reason`)."""
+    anatomy = getattr(d, "anatomy", None)
+    rows = getattr(anatomy, "rows", None)
+    if not rows:
+        return None
+    culprit = getattr(anatomy, "bottleneck_stage", None)
+    bars = [charts.Bar(r.label, r.batches_per_sec, *(r.batches_per_sec_ci or (None, None)),
+                       color="#c44e52" if r.label == culprit else "#4c72b0")
+            for r in rows if r.batches_per_sec is not None]
+    svg = charts.bar_chart(bars, "batches per second after each stage (95% interval)", "waterfall")
+    table = "".join(
+        f'<tr><td class="left"><code>{escape(r.label)}</code></td><td>{_num(r.batches_per_sec)}</td>'
+        f"<td>{_num(r.added_ms_per_batch, '{:.2f}')}</td><td class=\"left\">{escape(r.reason or '')}</td></tr>"
+        for r in rows
+    )
+    verdict = (f"<p>Slow stage: <code>{escape(culprit)}</code></p>" if culprit else "<p>No single stage stands out.</p>")
+    why = f'<p class="muted">{escape(anatomy.reason)}</p>' if getattr(anatomy, "reason", None) else ""
+    figure = f'<figure class="chart" id="chart-waterfall">{svg}</figure>' if svg else ""
+    return (f'<h2>Where the time goes: the rate after each stage</h2>{verdict}{why}{figure}'
+            '<table id="waterfall"><thead><tr><th class="left">stage</th><th>batches/s</th><th>adds ms/batch</th>'
+            f'<th class="left">note</th></tr></thead><tbody>{table}</tbody></table>')
+
+
+def fixes_section(d: Diagnosis) -> str:
+    parts = ['<h2>Fixes</h2><div id="fixes">']
+    if not d.fixes:
+        parts.append('<p class="muted">No fix recommended: no change pipediag could measure or justify would help.</p>')
+    for i, fix in enumerate(d.fixes, 1):
+        speed = ""
+        if fix.measured_speedup is not None:
+            ci = f" (95%: {fix.speedup_ci[0]:.2f}–{fix.speedup_ci[1]:.2f})" if fix.speedup_ci and None not in fix.speedup_ci else ""
+            speed = f'<span class="measured">×{fix.measured_speedup:.2f}{ci}</span> '
+        stage = f' <span class="muted">stage <code>{escape(fix.stage)}</code></span>' if fix.stage else ""
+        parts.append(f'<div class="fix"><h3>{i}. {escape(fix.title)}{stage}</h3><p>{speed}{escape(fix.basis)}</p>'
+                     f'<pre><code>{escape(fix.code)}</code></pre></div>')
+    if d.tuning:
+        items = []
+        for c in d.tuning:
+            mark = "applied" if c.applied else "left out"
+            reason = f' <span class="muted">— {escape(c.reason)}</span>' if c.reason else ""
+            items.append(f"<li><strong>[{mark}]</strong> {escape(c.description)}{reason}</li>")
+        parts.append(f"<h3>Tuned mode</h3><ul>{''.join(items)}</ul>")
+        if d.tuned_check:
+            parts.append(f'<p class="muted">{escape(d.tuned_check)}</p>')
+        if d.tried:
+            parts.append(f'<p class="note">Applied but without a measurable gain, so not recommended: '
+                         f'{escape(", ".join(c.kind for c in d.tried))}</p>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def notes_section(d: Diagnosis) -> str | None:
+    notes = list(d.environment.warnings) + list(d.notes)
+    errors = [f"{m.name} mode stopped on {m.error.type} ({m.error.framework}): {m.error.message}"
+              for m in d.modes.values() if m.error is not None]
+    if not notes and not errors:
+        return None
+    items = "".join(f'<li class="note">{escape(n)}</li>' for n in notes)
+    items += "".join(f"<li><pre>{escape(e)}</pre></li>" for e in errors)
+    return f'<h2>Notes</h2><ul id="notes">{items}</ul>'
+
+
+def environment_section(d: Diagnosis) -> str:
+    env = d.environment
+    gpus = ", ".join(f"{g.index}: {g.name}" for g in env.gpus) or f"none ({env.gpu_unavailable_reason or 'not found'})"
+    facts = [
+        ("Python", f"{env.python_version} on {env.platform}"),
+        ("CPUs", f"{env.cpu_logical} logical" + (f", {env.cpu_physical} physical" if env.cpu_physical else "")),
+        ("memory", f"{env.memory_total_bytes / 2**30:.1f} GiB"),
+        ("TensorFlow", "not loaded" if env.tensorflow_version is None else
+         f"{env.tensorflow_version} ({'CUDA' if env.tensorflow_cuda_build else 'CPU'} build), devices: "
+         + (", ".join(env.tensorflow_devices) or "none")),
+        ("GPUs", gpus + (f", driver {env.nvml_driver}" if env.nvml_driver else "")),
+    ]
+    rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
+    return f'<h2>Machine</h2><dl class="facts" id="environment">{rows}</dl>'
+
+
+Section = Callable[[Diagnosis], "str | None"]
+SECTIONS: tuple[Section, ...] = (
+    header_section, verdict_section, throughput_section, utilization_section, pipeline_section, waterfall_section,
+    fixes_section, notes_section, environment_section,
+)
+
+
+def page(title: str, sections: list[str | None]) -> str:
+    """The page shell: the sections that rendered, under one escaped title. Other results (a
+    comparison, a batch-size sweep) can make their own page from their own sections and charts."""
+    from pipediag._version import __version__
+
+    body = "\n".join(part for part in sections if part)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head>\n<body>\n{body}\n"
+        f'<footer class="muted"><p>pipediag {escape(__version__)}. This file is self-contained: it loads nothing from '
+        "the network.</p></footer>\n</body></html>\n"
+    )
+
+
+def render_html(d: Diagnosis, sections: tuple[Section, ...] = SECTIONS) -> str:
+    title = f"pipediag: {d.verdict.bottleneck if d.verdict else 'no verdict'} — {d.target}"
+    return page(title, [section(d) for section in sections])

@@ -1,8 +1,11 @@
 """Where each mode's batches come from (TensorFlow side).
 
 `BatchFeed` iterates a dataset and, like an epoch loop, starts it again when it ends, counting
-the restarts so the report can say so. `constant_feed` hands out one batch forever, placed on the
-accelerator when TensorFlow has one: the synthetic mode's free input.
+the restarts so the report can say so. `close()` drops the iterator, which stops its background
+work (prefetch, parallel calls); a later call starts a fresh one (`compare` does this after every
+turn, so the idle side can neither stock batches nor take CPU during the other side's turn).
+`constant_feed` hands out one batch forever, placed on the accelerator when TensorFlow has one:
+the synthetic mode's free input.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ class BatchFeed:
         return self.dataset.as_numpy_iterator() if self.as_numpy else iter(self.dataset)
 
     def __call__(self) -> Any:
+        if self._iterator is None:
+            self._iterator = self._new()
         try:
             batch = next(self._iterator)
         except StopIteration:
@@ -46,6 +51,7 @@ class BatchFeed:
         return batch
 
     def close(self) -> None:
+        """Drop the iterator (its background threads stop); the next call starts a fresh one."""
         self._iterator = None
 
 

@@ -22,13 +22,16 @@ from pipediag import stats
 from pipediag.analysis.comparison import (
     LookPlan, RatioInterval, Sequential, paired_ratio, round_order, unpaired_ratio,
 )
+from pipediag.errors import UserCodeError
 from pipediag.modes.runner import ModeRun, StopRule, run_mode
 
 FED, INPUT_ONLY = "fed", "input_only"
 KINDS = (FED, INPUT_ONLY)
 
-# A turn is made at least this many times as long as the warm-up a fresh iterator needs, so that
-# starting one afresh every turn costs at most a fifth of the time.
+# A turn is made at least this many times as long as what starting a fresh iterator costs beyond
+# its warm-up batches' usual time (shuffle buffers filling, files opening), so that starting one
+# every turn costs at most a fifth of the time. (The warm-up batches themselves are kept to a third
+# of a turn or less by `ComparePlan.segment_steps`.)
 TURN_OVER_STARTUP = 4.0
 
 
@@ -39,7 +42,7 @@ class ComparePlan:
     looks: LookPlan = field(default_factory=LookPlan)
     max_seconds: float = 60.0  # the whole measurement: probes and rounds
     segment_seconds: float = 0.5  # one side's turn, at least; longer for slow steps
-    segment_steps: int = 10  # a turn lasts at least this many (probe) step times
+    segment_steps: int = 10  # a turn lasts at least this many (probe) step times: 2x the warm-up
     warmup_steps: int = 5  # each side's first turn (the probe): compile, buffers, autotune
     probe_seconds: float = 1.0
     segment_warmup_steps: int = 5  # a fresh iterator's first batches: startup, buffers filling
@@ -103,14 +106,14 @@ class Rounds:
 
     segments: tuple[Segment, ...]
     rounds: tuple[Round, ...]
-    stop_reason: str  # clear | round_cap | time_cap | interrupted | out_of_memory
+    stop_reason: str  # clear | round_cap | time_cap | interrupted | out_of_memory | input_exhausted
     intervals: dict[str, RatioInterval | None]  # kind -> B/A
     primary: str  # the kind that decides when to stop: fed, unless only input_only was run
     looks_taken: int
     segment_seconds: float
     baseline_chunks: dict[str, tuple[float, ...]]  # kind -> the saved run's chunk rates
     notes: tuple[str, ...] = ()
-    failed_side: str | None = None  # out_of_memory: whose step ran out of memory
+    failed_side: str | None = None  # out_of_memory, input_exhausted: whose turn it was
 
 
 class RoundProgress(Protocol):
@@ -177,6 +180,8 @@ def run_rounds(
         try:
             run = run_mode(f"{name}:{kind}", sides[name].next_batch, step if kind == FED else None, rule,
                            clock_ns=clock_ns, **kw)
+        except UserCodeError as error:  # say whose turn it was: A's and B's code may differ
+            raise UserCodeError(f"{error.where} (in {name}'s turn)", error.error, error.hint) from error.error
         finally:
             if sides[name].end_turn is not None:
                 sides[name].end_turn()
@@ -185,10 +190,8 @@ def run_rounds(
         return segment
 
     def ended(segment: Segment) -> str | None:
-        if segment.run.stop_reason in ("interrupted", "out_of_memory"):
+        if segment.run.stop_reason in ("interrupted", "out_of_memory", "input_exhausted"):
             return segment.run.stop_reason
-        if segment.run.steps == 0:
-            return "interrupted"
         return None
 
     # Probes: each side's first turn, with the compile step and a longer warm-up; they size the
@@ -219,11 +222,9 @@ def run_rounds(
     # A fresh iterator's warm-up, as the input-only probes saw it (no compile, no cache fill there),
     # and what it cost beyond its batches' usual time (shuffle buffers filling, files opening).
     warmups = [s for s in segments if s.kind == INPUT_ONLY and s.run.steps]
-    startups = [s.run.warmup_ns / 1e9 for s in warmups]
     excess = max((s.run.warmup_ns / 1e9 - s.run.warmup_steps * stats.median(s.run.step_ns) / 1e9 for s in warmups),
                  default=0.0)
-    if startups:
-        segment_s = max(segment_s, TURN_OVER_STARTUP * max(startups))
+    segment_s = max(segment_s, TURN_OVER_STARTUP * excess)
     turns_per_round = len(kinds) * len(sides)
     segment_s = min(segment_s, max(plan.segment_seconds, plan.max_seconds / (turns_per_round * (plan.looks.first_look + 1))))
 
@@ -282,5 +283,5 @@ def run_rounds(
     return Rounds(
         segments=tuple(segments), rounds=tuple(rounds), stop_reason=stop_reason, intervals=intervals,
         primary=primary, looks_taken=sequential.looks_taken, segment_seconds=segment_s, baseline_chunks=chunks,
-        notes=tuple(notes), failed_side=failed if stop_reason == "out_of_memory" else None,
+        notes=tuple(notes), failed_side=failed if stop_reason in ("out_of_memory", "input_exhausted") else None,
     )

@@ -167,7 +167,7 @@ def test_a_slow_starting_iterator_gets_longer_turns():
     slow = SlowStart()
     result = run_rounds(Side("A", feed(clock, 1)), Side("B", slow, end_turn=slow.stop), stepper(clock, 1),
                         ComparePlan(), clear=clear, clock_ns=clock)
-    assert result.segment_seconds >= 4 * 0.3
+    assert result.segment_seconds >= 4 * 0.29  # 4x the 0.3 s start beyond its 1 ms batches
     assert any("starting a fresh iterator cost up to 0.30 s" in n for n in result.notes)
 
 
@@ -243,3 +243,17 @@ def test_plan_rejects_nonsense():
         ComparePlan(kinds=("fed", "tuned"))
     with pytest.raises(ValueError):
         run_rounds(None, Side("B", lambda: 1), None, ComparePlan(), clear=clear, clock_ns=FakeClock())
+
+
+def test_an_error_in_the_users_code_says_whose_turn_it_was():
+    from pipediag.errors import UserCodeError
+
+    clock = FakeClock()
+
+    def broken():
+        raise OSError("disk gone")
+
+    with pytest.raises(UserCodeError) as info:
+        run_rounds(Side("A", feed(clock, 1)), Side("B", broken), stepper(clock, 1), ComparePlan(), clear=clear,
+                   clock_ns=clock)
+    assert info.value.message == "your pipeline (in B's turn) raised OSError: disk gone"

@@ -71,6 +71,7 @@ class Diagnosis:
             modes[name] = d
         return {
             "schema_version": SCHEMA_VERSION,
+            "kind": "diagnosis",
             "pipediag_version": __version__,
             "created_at": self.created_at,
             "status": self.status,
@@ -158,7 +159,8 @@ def write_json(data: dict[str, Any], path: str) -> None:
         raise
 
 
-def read_json(path: str) -> Diagnosis:
+def load_json(path: str) -> dict[str, Any]:
+    """A pipediag JSON file as a dict (a diagnosis or a comparison), with usage errors a user can act on."""
     try:
         with open(path) as f:
             data = json.load(f)
@@ -166,4 +168,14 @@ def read_json(path: str) -> Diagnosis:
         raise UsageError(f"no such file: {path}", "give the path of a JSON file written by --json") from None
     except json.JSONDecodeError as error:
         raise UsageError(f"{path} is not valid JSON ({error})", "give a file written by pipediag --json") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} is not a pipediag file", "give a file written by pipediag --json")
+    return data
+
+
+def read_json(path: str) -> Diagnosis:
+    data = load_json(path)
+    if data.get("kind", "diagnosis") != "diagnosis":
+        raise UsageError(f"{path} holds a {data.get('kind')}, not a diagnosis",
+                         "give a file written by 'pipediag diagnose --json/--save'")
     return Diagnosis.from_dict(data)

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 EXIT_OK, EXIT_USER_CODE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_SLOWER = 3  # compare --fail-if-slower: B is slower than A by more than the limit, with confidence
 
 
 def positive_float(text: str) -> float:

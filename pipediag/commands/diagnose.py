@@ -10,8 +10,9 @@ from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_OK, RichProgress, po
 from pipediag.errors import UsageError
 
 
-def add_target_arguments(p: argparse.ArgumentParser) -> None:
-    """The options that say what to run: shared by diagnose and the commands built on it."""
+def add_target_arguments(p: argparse.ArgumentParser, max_seconds: tuple[float, str] = (10.0, "time cap per mode")) -> None:
+    """The options that say what to run: shared by diagnose and the commands built on it.
+    `max_seconds`: the default and meaning of --max-seconds for this command."""
     who = p.add_mutually_exclusive_group()
     who.add_argument("--model", metavar="SPEC", help="function returning a compiled Keras model")
     who.add_argument("--step", metavar="SPEC", help="function returning step(batch), any framework")
@@ -20,7 +21,8 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE", help="keyword argument for the builder")
     p.add_argument("--batched", action="store_true", help="elements are already batches (e.g. a generator of batches)")
     p.add_argument("--batch-format", choices=["tf", "numpy"], default="tf", help="what --step receives (default: tf)")
-    p.add_argument("--max-seconds", type=positive_float, default=10.0, help="time cap per mode (default: 10)")
+    p.add_argument("--max-seconds", type=positive_float, default=max_seconds[0],
+                   help=f"{max_seconds[1]} (default: {max_seconds[0]:g})")
     p.add_argument("--sample-hz", type=positive_float, default=10.0, help="CPU/GPU sampling rate (default: 10)")
     p.add_argument("--quiet", action="store_true", help="no progress bars; the report only")
 
@@ -31,7 +33,9 @@ def register(sub) -> None:
     d.add_argument("--demo", action="store_true", help="diagnose a built-in example (no code of yours needed)")
     add_target_arguments(d)
     d.add_argument("--ram-budget-mb", type=positive_int, help="most memory a cache may take (default: half of free)")
-    d.add_argument("--json", metavar="FILE", help="write the diagnosis as JSON (schema_version 1)")
+    d.add_argument("--json", "--save", dest="json", metavar="FILE",
+                   help="write the diagnosis as JSON (schema_version 1); --save is the same, e.g. to keep a "
+                   "baseline for 'pipediag compare --baseline FILE'")
 
 
 def load_step_options(args: argparse.Namespace) -> dict:

@@ -3,14 +3,19 @@
     import pipediag
     diagnosis = pipediag.diagnose(make_dataset, model=model)
     print(diagnosis.verdict.bottleneck, [f.title for f in diagnosis.fixes])
+    comparison = pipediag.compare(make_dataset, make_dataset_v2, model=model)
+    print(comparison.verdict.verdict, comparison.interval)
 
-Importing pipediag does not import TensorFlow; `diagnose()` does, when it runs.
+Importing pipediag does not import TensorFlow; `diagnose()` and `compare()` do, when they run.
 """
 
 from pipediag._version import __version__
 from pipediag.api import diagnose
+from pipediag.compare_api import compare
+from pipediag.comparison import Comparison
 from pipediag.diagnosis import Diagnosis, read_json
 from pipediag.errors import PipediagError, UsageError, UserCodeError
 from pipediag.modes.runner import StopRule
 
-__all__ = ["__version__", "diagnose", "Diagnosis", "read_json", "StopRule", "PipediagError", "UsageError", "UserCodeError"]
+__all__ = ["__version__", "diagnose", "Diagnosis", "read_json", "StopRule", "compare", "Comparison",
+           "PipediagError", "UsageError", "UserCodeError"]

@@ -17,7 +17,6 @@ from typing import Any, Protocol
 import psutil
 
 from pipediag.analysis.modes import input_side_cpu, summarize
-from pipediag.builder import target as targets
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 from pipediag.environment import Environment, collect
 from pipediag.errors import UsageError
@@ -129,67 +128,25 @@ def diagnose(
 def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, builder_kwargs, batch_size, batched,
             batch_format, modes, rule, ram_budget_bytes, progress: Progress, clock_ns) -> None:
     # TensorFlow is imported only once a diagnosis really starts.
-    from pipediag.backends.tf import tf
-    from pipediag.builder.dataset import cardinality, describe, has_batching, require_dataset, take_first_batch
-    from pipediag.builder.graph import GraphError, PipelineGraph
+    from pipediag.builder.prepare import prepare_dataset
     from pipediag.modes.feeds import BatchFeed, constant_feed
     from pipediag.modes.tuning import tune
     from pipediag.modes.tuning_rules import TuningFacts
     from pipediag.steps.device_memory import DeviceMemory
-    from pipediag.steps.keras_step import keras_step
-    from pipediag.steps.standin import standin_step
-    from pipediag.steps.user_step import user_step
+    from pipediag.steps.make import make_step
 
-    progress.phase("building the dataset")
-    kwargs = dict(builder_kwargs)
-    builder_took_batch_size = False
-    if isinstance(builder, tf.data.Dataset):
-        dataset = builder
-    else:
-        if batch_size is not None and targets.accepts(builder, "batch_size"):
-            kwargs["batch_size"] = batch_size
-            builder_took_batch_size = True
-        dataset = require_dataset(targets.call_user(builder, kwargs, "dataset builder"))
-
-    try:
-        graph = PipelineGraph.from_dataset(dataset)
-        stages = graph.stages()
-        batching_seen = has_batching(graph)
-    except GraphError as error:
-        graph, stages, batching_seen = None, [], True
-        state.notes.append(f"the pipeline's graph could not be read, so no stage names or tuning: {error}")
-    if not batching_seen and not batched and not builder_took_batch_size:
-        if batch_size is None:
-            raise UsageError(
-                "the dataset yields single examples, not batches: no batch() in the pipeline",
-                "pass --batch-size N (pipediag adds .batch(N)), add .batch(N) to your builder, "
-                "or pass --batched if each element already is a batch",
-            )
-        dataset = dataset.batch(batch_size)
-        state.notes.append(f"the dataset was unbatched: pipediag added .batch({batch_size})")
-        stages = PipelineGraph.from_dataset(dataset).stages() if graph is not None else []
-    state.stages = tuple(stages)
-
-    n = cardinality(dataset)
-    state.cardinality = n
-    if isinstance(n, int) and n < rule.warmup_steps + rule.min_steps:
-        state.notes.append(
-            f"the dataset has only {n} batches, fewer than warm-up plus measurement "
-            f"({rule.warmup_steps + rule.min_steps}): pipediag repeats it, restarting it like an epoch loop"
-        )
-
-    progress.phase("taking the first batch")
-    first = take_first_batch(dataset, clock_ns)
-    state.first_batch_ms = first.elapsed_ns / 1e6
-    state.element = describe(dataset.element_spec, first.batch)
+    prepared = prepare_dataset(builder, builder_kwargs, batch_size, batched, rule.warmup_steps + rule.min_steps,
+                               clock_ns=clock_ns, phase=progress.phase)
+    dataset, graph, stages = prepared.dataset, prepared.graph, prepared.stages
+    state.notes.extend(prepared.notes)
+    state.stages = stages
+    state.cardinality = prepared.cardinality
+    state.first_batch_ms = prepared.first_batch_ns / 1e6
+    state.element = prepared.element
+    first_batch = prepared.first_batch
 
     progress.phase("building the step")
-    if model is not None:
-        the_step = keras_step(model, step_label or "the model")
-    elif step is not None:
-        the_step = user_step(step, step_label or "the step", batch_format)
-    else:
-        the_step = standin_step(first.batch)
+    the_step = make_step(model, step, step_label, batch_format, first_batch)
     state.step = the_step
 
     memory = DeviceMemory(lambda: _observed(the_step).framework)
@@ -220,7 +177,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
             raise KeyboardInterrupt
         return result
 
-    synthetic = run("synthetic", constant_feed(first.batch, the_step.info.batch_format), True, first_step_is_compile=True)
+    synthetic = run("synthetic", constant_feed(first_batch, the_step.info.batch_format), True, first_step_is_compile=True)
     oom = synthetic.stop_reason == "out_of_memory"
     if oom:
         state.notes.append("the step ran out of memory with free input: pipeline and tuned modes were skipped")
@@ -247,7 +204,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         state.cache_fill_ms = None if tuned.cache_fill_ns is None else tuned.cache_fill_ns / 1e6
         tuned_feed = BatchFeed(tuned.dataset, the_step.info.batch_format)
         run("tuned", tuned_feed, True)
-        state.tuned_check = _check_tuned(tuned_feed.first, first.batch, random=any(s.is_random for s in stages))
+        state.tuned_check = _check_tuned(tuned_feed.first, first_batch, random=any(s.is_random for s in stages))
 
 
 def _observed(step: Step | None) -> Observed:

@@ -1,7 +1,7 @@
 """The `pipediag` command. Thin: parse arguments, call a command module, turn errors into exit codes.
 
-Exit codes: 0 done, 1 the user's code failed, 2 usage error, 130 interrupted (a partial report is
-still printed and written). Subcommands live in `pipediag/commands/`, one module each.
+Exit codes: 0 done, 1 the user's code failed, 2 usage error, 3 `compare --fail-if-slower` failed,
+130 interrupted (a partial report is still printed and written). Subcommands live in `pipediag/commands/`, one module each.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from pipediag._version import __version__
-from pipediag.commands import diagnose, env, report, sweep
+from pipediag.commands import compare, diagnose, env, report, sweep
 from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_USAGE, EXIT_USER_CODE
 from pipediag.errors import PipediagError, UsageError, UserCodeError
 
-COMMANDS = {"diagnose": diagnose, "sweep": sweep, "env": env, "report": report}
+COMMANDS = {"diagnose": diagnose, "compare": compare, "sweep": sweep, "env": env, "report": report}
 
 
 class _ArgumentParser(argparse.ArgumentParser):

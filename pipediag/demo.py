@@ -36,10 +36,14 @@ def decode_and_augment(jpeg, label):
     return image, label
 
 
-def make_dataset(batch_size: int = 32, images: int = DISTINCT_IMAGES):
-    """A batched dataset of (image float32[64,64,3], label int64), endless (repeat)."""
+def make_dataset(batch_size: int = 32, images: int = DISTINCT_IMAGES, parallel: bool = False):
+    """A batched dataset of (image float32[64,64,3], label int64), endless (repeat).
+
+    parallel=True runs the decode in parallel (the fix `diagnose --demo` recommends), so that
+    `pipediag compare pipediag.demo:make_dataset --arg-b parallel=True` has something to find.
+    """
     jpegs = _jpegs(images, JPEG_SIZE)
     labels = np.arange(images, dtype=np.int64) % 10
     ds = tf.data.Dataset.from_tensor_slices((jpegs, labels)).repeat()
-    ds = ds.map(decode_and_augment)
+    ds = ds.map(decode_and_augment, num_parallel_calls=tf.data.AUTOTUNE if parallel else None)
     return ds.batch(batch_size)

@@ -71,6 +71,7 @@ class Diagnosis:
             modes[name] = d
         return {
             "schema_version": SCHEMA_VERSION,
+            "kind": "diagnosis",
             "pipediag_version": __version__,
             "created_at": self.created_at,
             "status": self.status,
@@ -166,8 +167,8 @@ def write_text(text: str, path: str) -> None:
         raise
 
 
-def read_data(path: str) -> dict[str, Any]:
-    """The JSON object in a file written by --json (a diagnosis, or a sweep: see its "kind")."""
+def load_json(path: str) -> dict[str, Any]:
+    """A pipediag JSON file as a dict (a diagnosis, a comparison or a sweep: see its "kind"), with usage errors a user can act on."""
     try:
         with open(path) as f:
             data = json.load(f)
@@ -176,9 +177,13 @@ def read_data(path: str) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         raise UsageError(f"{path} is not valid JSON ({error})", "give a file written by pipediag --json") from None
     if not isinstance(data, dict):
-        raise UsageError(f"{path} holds no pipediag result", "give a file written by pipediag --json")
+        raise UsageError(f"{path} is not a pipediag file", "give a file written by pipediag --json")
     return data
 
 
 def read_json(path: str) -> Diagnosis:
-    return Diagnosis.from_dict(read_data(path))
+    data = load_json(path)
+    if data.get("kind", "diagnosis") != "diagnosis":
+        raise UsageError(f"{path} holds a {data.get('kind')}, not a diagnosis",
+                         "give a file written by 'pipediag diagnose --json/--save'")
+    return Diagnosis.from_dict(data)

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from pipediag.errors import UsageError
 
 EXIT_OK, EXIT_USER_CODE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_SLOWER = 3  # compare --fail-if-slower: B is slower than A by more than the limit, with confidence
 
 
 def positive_float(text: str) -> float:
@@ -34,10 +35,15 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_output_arguments(p: argparse.ArgumentParser, json: bool = True) -> None:
-    """The files a diagnosis can be written to; shared by diagnose and report."""
+def add_output_arguments(p: argparse.ArgumentParser, json: bool = True, save_alias: bool = False) -> None:
+    """The files a diagnosis can be written to; shared by diagnose and report. `save_alias`: also
+    accept --save for --json (to keep a baseline for 'pipediag compare --baseline FILE')."""
     if json:
-        p.add_argument("--json", metavar="FILE", help="write the diagnosis as JSON (schema_version 1)")
+        names = ("--json", "--save") if save_alias else ("--json",)
+        p.add_argument(*names, dest="json", metavar="FILE",
+                       help="write the diagnosis as JSON (schema_version 1)"
+                       + ("; --save is the same, e.g. to keep a baseline for 'pipediag compare --baseline FILE'"
+                          if save_alias else ""))
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
     p.add_argument("--samples-csv", metavar="FILE", help="write every CPU/GPU sample with its time and mode as CSV")
 

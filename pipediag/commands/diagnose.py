@@ -19,8 +19,11 @@ from pipediag.commands.common import (
 from pipediag.errors import UsageError
 
 
-def add_target_arguments(p: argparse.ArgumentParser, *, batch_size: bool = True, max_seconds: float = 10.0) -> None:
-    """The options that say what to run: shared by diagnose and the commands built on it."""
+def add_target_arguments(p: argparse.ArgumentParser, *, batch_size: bool = True,
+                         max_seconds: tuple[float, str] = (10.0, "time cap per mode")) -> None:
+    """The options that say what to run: shared by diagnose and the commands built on it.
+    `batch_size=False` for commands that set batch sizes themselves (sweep); `max_seconds`: the
+    default and meaning of --max-seconds for this command."""
     who = p.add_mutually_exclusive_group()
     who.add_argument("--model", metavar="SPEC", help="function returning a compiled Keras model")
     who.add_argument("--step", metavar="SPEC", help="function returning step(batch), any framework")
@@ -32,8 +35,8 @@ def add_target_arguments(p: argparse.ArgumentParser, *, batch_size: bool = True,
     p.add_argument("--batch-format", choices=["tf", "numpy", "dlpack"], default="tf",
                    help="what --step receives: tf tensors, numpy arrays (for JAX/PyTorch steps), or dlpack objects "
                    "(jnp.from_dlpack / torch.from_dlpack, no copy) (default: tf)")
-    p.add_argument("--max-seconds", type=positive_float, default=max_seconds,
-                   help=f"time cap per mode (default: {max_seconds:g})")
+    p.add_argument("--max-seconds", type=positive_float, default=max_seconds[0],
+                   help=f"{max_seconds[1]} (default: {max_seconds[0]:g})")
     p.add_argument("--sample-hz", type=positive_float, default=10.0, help="CPU/GPU sampling rate (default: 10)")
     p.add_argument("--quiet", action="store_true", help="for CI logs: no progress bars or messages, the report only")
 
@@ -48,7 +51,7 @@ def register(sub) -> None:
                    "(default: tfds' own); nothing is ever downloaded")
     d.add_argument("--split", help="tfds:NAME targets: the split to read (default: train)")
     d.add_argument("--ram-budget-mb", type=positive_int, help="most memory a cache may take (default: half of free)")
-    add_output_arguments(d)
+    add_output_arguments(d, save_alias=True)
 
 
 def load_step_options(args: argparse.Namespace) -> dict:

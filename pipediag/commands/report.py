@@ -1,5 +1,5 @@
-"""`pipediag report FILE`: print a saved diagnosis (or sweep) again, and re-render a diagnosis as
-HTML or samples CSV."""
+"""`pipediag report FILE`: print a saved diagnosis, comparison or sweep again; re-render a
+diagnosis as HTML or samples CSV."""
 
 from __future__ import annotations
 
@@ -12,26 +12,33 @@ from pipediag.errors import UsageError
 
 
 def register(sub) -> None:
-    r = sub.add_parser("report", help="print a saved diagnosis or sweep again; --html re-renders a diagnosis")
-    r.add_argument("file", help="a JSON file written by diagnose --json or sweep --json")
+    r = sub.add_parser("report", help="print a saved diagnosis, comparison or sweep again; --html re-renders a diagnosis")
+    r.add_argument("file", help="a JSON file written by diagnose, compare or sweep --json")
     add_output_arguments(r, json=False)
     r.add_argument("--quiet", action="store_true", help="write the files only; print nothing")
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag.diagnosis import Diagnosis, read_data
+    from pipediag.comparison import Comparison, is_comparison
+    from pipediag.diagnosis import Diagnosis, load_json
+    from pipediag.report.comparison import render_comparison
     from pipediag.report.sweep import render_sweep
     from pipediag.report.terminal import render_diagnosis
     from pipediag.sweep import KIND as SWEEP, Sweep
 
     check_outputs(args)
-    data = read_data(args.file)
+    data = load_json(args.file)
+    other = None
     if data.get("kind") == SWEEP:
+        other = render_sweep(Sweep.from_dict(data))
+    elif is_comparison(data):
+        other = render_comparison(Comparison.from_dict(data))
+    if other is not None:
         if args.html or args.samples_csv:
-            raise UsageError("--html and --samples-csv re-render diagnoses, not sweeps",
-                             "run 'pipediag report' on a file written by 'pipediag diagnose --json'")
+            raise UsageError("--html and --samples-csv re-render diagnoses, not comparisons or sweeps",
+                             "run 'pipediag report' with them on a file written by 'pipediag diagnose --json'")
         if not args.quiet:
-            out.print(render_sweep(Sweep.from_dict(data)))
+            out.print(other)
         return EXIT_OK
     diagnosis = Diagnosis.from_dict(data)
     written = write_outputs(diagnosis, args)

@@ -15,7 +15,7 @@ def register(sub) -> None:
     s = sub.add_parser("sweep", help="throughput and peak memory per batch size: the knee and the OOM edge")
     s.add_argument("target", help="dataset builder taking batch_size: file.py:function or package.module:function")
     s.add_argument("--batch-sizes", required=True, metavar="B1,B2,...", help="e.g. 16,32,64,128")
-    add_target_arguments(s, batch_size=False, max_seconds=3.0)
+    add_target_arguments(s, batch_size=False, max_seconds=(3.0, "time cap per mode, at each batch size"))
     s.add_argument("--gpu-memory-limit", type=positive_int, metavar="MB",
                    help="simulate a GPU with this much memory (JAX memory fraction, TensorFlow logical device, "
                    "PyTorch per-process fraction)")

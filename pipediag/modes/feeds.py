@@ -1,8 +1,11 @@
 """Where each mode's batches come from (TensorFlow side).
 
 `BatchFeed` iterates a dataset and, like an epoch loop, starts it again when it ends, counting
-the restarts so the report can say so. `constant_feed` hands out one batch forever, placed on the
-accelerator when TensorFlow has one: the synthetic mode's free input.
+the restarts so the report can say so. `close()` drops the iterator, which stops its background
+work (prefetch, parallel calls); a later call starts a fresh one (`compare` does this after every
+turn, so the idle side can neither stock batches nor take CPU during the other side's turn).
+`constant_feed` hands out one batch forever, placed on the accelerator when TensorFlow has one:
+the synthetic mode's free input.
 
 Batch formats (what a `--step` receives): `tf` tensors; `numpy` arrays (`as_numpy_iterator`:
 read-only views of the CPU tensors, no copy); `dlpack` objects, one per tensor, that JAX and
@@ -73,6 +76,8 @@ class BatchFeed:
         return iter(self.dataset)
 
     def __call__(self) -> Any:
+        if self._iterator is None:
+            self._iterator = self._new()
         try:
             batch = next(self._iterator)
         except StopIteration:
@@ -92,6 +97,7 @@ class BatchFeed:
         return batch
 
     def close(self) -> None:
+        """Drop the iterator (its background threads stop); the next call starts a fresh one."""
         self._iterator = None
 
 

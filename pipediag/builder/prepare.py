@@ -1,0 +1,92 @@
+"""From the user's builder to a dataset ready to time (TensorFlow side).
+
+Shared by `diagnose` and `compare`: call the builder (passing batch_size when it takes one),
+read the pipeline's stages, batch an unbatched dataset when asked to (refuse it otherwise, with a
+hint), note a dataset too short for warm-up plus measurement, and take the first batch, timed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipediag.backends.tf import tf
+from pipediag.builder import target as targets
+from pipediag.builder.dataset import cardinality, describe, has_batching, require_dataset, take_first_batch
+from pipediag.builder.element import ElementInfo
+from pipediag.builder.graph import GraphError, PipelineGraph
+from pipediag.builder.stages import Stage
+from pipediag.errors import UsageError
+
+
+@dataclass
+class PreparedDataset:
+    dataset: Any
+    graph: PipelineGraph | None  # None when the graph could not be read (no stages, no tuning)
+    stages: tuple[Stage, ...]
+    cardinality: int | str
+    first_batch: Any
+    first_batch_ns: int
+    element: ElementInfo
+    notes: list[str] = field(default_factory=list)
+
+
+def prepare_dataset(
+    builder: Callable[..., Any] | Any,
+    builder_kwargs: dict[str, Any],
+    batch_size: int | None,
+    batched: bool,
+    min_batches: int,
+    *,
+    clock_ns: Callable[[], int] = time.monotonic_ns,
+    phase: Callable[[str], None] = lambda text: None,
+    who: str = "the dataset",
+) -> PreparedDataset:
+    """`min_batches`: fewer batches than this in a finite dataset is said in a note (it is
+    repeated, like an epoch loop, by the feed). `who` names the dataset in notes."""
+    phase("building the dataset")
+    kwargs = dict(builder_kwargs)
+    builder_took_batch_size = False
+    if isinstance(builder, tf.data.Dataset):
+        dataset = builder
+    else:
+        if batch_size is not None and "batch_size" not in kwargs and targets.accepts(builder, "batch_size"):
+            kwargs["batch_size"] = batch_size
+            builder_took_batch_size = True
+        builder_took_batch_size = builder_took_batch_size or "batch_size" in kwargs
+        dataset = require_dataset(targets.call_user(builder, kwargs, "dataset builder"))
+
+    notes: list[str] = []
+    try:
+        graph = PipelineGraph.from_dataset(dataset)
+        stages = graph.stages()
+        batching_seen = has_batching(graph)
+    except GraphError as error:
+        graph, stages, batching_seen = None, [], True
+        notes.append(f"the pipeline's graph could not be read, so no stage names or tuning: {error}")
+    if not batching_seen and not batched and not builder_took_batch_size:
+        if batch_size is None:
+            raise UsageError(
+                f"{who} yields single examples, not batches: no batch() in the pipeline",
+                "pass --batch-size N (pipediag adds .batch(N)), add .batch(N) to your builder, "
+                "or pass --batched if each element already is a batch",
+            )
+        dataset = dataset.batch(batch_size)
+        notes.append(f"{who} was unbatched: pipediag added .batch({batch_size})")
+        stages = PipelineGraph.from_dataset(dataset).stages() if graph is not None else []
+
+    n = cardinality(dataset)
+    if isinstance(n, int) and n < min_batches:
+        notes.append(
+            f"{who} has only {n} batches, fewer than warm-up plus measurement "
+            f"({min_batches}): pipediag repeats it, restarting it like an epoch loop"
+        )
+
+    phase("taking the first batch")
+    first = take_first_batch(dataset, clock_ns)
+    return PreparedDataset(
+        dataset=dataset, graph=graph, stages=tuple(stages), cardinality=n, first_batch=first.batch,
+        first_batch_ns=first.elapsed_ns, element=describe(dataset.element_spec, first.batch), notes=notes,
+    )

@@ -1,0 +1,60 @@
+"""`pipediag compare` as users run it: `python -m pipediag` in a subprocess."""
+
+import json
+
+import pytest
+
+from tests.test_cli import pipediag
+
+
+def test_compare_needs_two_pipelines(fixture_spec):
+    result = pipediag("compare", fixture_spec("in_memory"))
+    assert result.returncode == 2
+    assert "compare needs two pipelines" in result.stderr and "HINT:" in result.stderr
+
+
+def test_baseline_takes_exactly_one_spec(fixture_spec, tmp_path):
+    result = pipediag("compare", "--baseline", str(tmp_path / "run.json"), fixture_spec("in_memory"),
+                      fixture_spec("in_memory"))
+    assert result.returncode == 2 and "exactly one SPEC" in result.stderr
+
+
+def test_a_missing_baseline_file_is_a_usage_error(fixture_spec, tmp_path):
+    result = pipediag("compare", "--baseline", str(tmp_path / "nope.json"), fixture_spec("in_memory"), "--quiet")
+    assert result.returncode == 2 and "no such file" in result.stderr
+
+
+def test_bad_percentages_and_round_caps_are_usage_errors(fixture_spec):
+    spec = fixture_spec("in_memory")
+    assert pipediag("compare", spec, spec, "--fail-if-slower", "five").returncode == 2
+    assert pipediag("compare", spec, spec, "--max-rounds", "2").returncode == 2
+
+
+@pytest.mark.slow
+def test_arg_a_and_arg_b_compare_two_settings_of_one_builder(fixture_spec, tmp_path):
+    out = tmp_path / "cmp.json"
+    result = pipediag("compare", fixture_spec("sleep_map"), "--arg-a", "parallel=False", "--arg-b", "parallel=True",
+                      "--step", fixture_spec("light_step"), "--max-seconds", "20", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "FASTER" in result.stdout and "B is faster than A" in result.stdout
+    assert "parallel=False" in result.stdout and "parallel=True" in result.stdout
+    assert "round" in result.stderr  # the progress bar
+    data = json.loads(out.read_text())
+    main = data["comparison"]
+    assert main["verdict"] == "faster" and main["ci_low"] > 1.0 and main["rounds"] >= 2
+    again = pipediag("report", str(out))
+    assert again.returncode == 0 and "B is faster than A" in again.stdout
+
+
+@pytest.mark.slow
+def test_fail_if_slower_against_a_saved_baseline_exits_3(fixture_spec, tmp_path):
+    saved = tmp_path / "baseline.json"
+    first = pipediag("diagnose", fixture_spec("parallel_sleep_map"), "--step", fixture_spec("light_step"),
+                     "--max-seconds", "2", "--quiet", "--save", str(saved))
+    assert first.returncode == 0, first.stderr
+    result = pipediag("compare", "--baseline", str(saved), fixture_spec("serial_sleep_map"),
+                      "--step", fixture_spec("light_step"), "--fail-if-slower", "5%", "--max-seconds", "20",
+                      "--quiet")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "SLOWER" in result.stdout and "gate: FAIL" in result.stdout
+    assert "saved run" in result.stdout and "not interleaved" in result.stdout

@@ -6,6 +6,7 @@ sequences of numbers; nothing here knows about TensorFlow or samples.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -67,7 +68,10 @@ def batch_means_ci(values: Sequence[float], batches: int = 10, z: float = Z_95) 
     var = sum((m - grand) ** 2 for m in means) / (k - 1)
     t = _t_95(k - 1) if z == Z_95 else z
     half = t * math.sqrt(var / k)
-    return grand - half, grand + half
+    # Centre on the mean of *all* values (the batches leave out up to k-1 at the end), so the
+    # interval always contains the estimate it qualifies.
+    center = sum(values) / n
+    return center - half, center + half
 
 
 def t_95(dof: int) -> float:
@@ -85,3 +89,66 @@ def mean(values: Sequence[float]) -> float:
     if not values:
         raise ValueError("mean of no values")
     return sum(values) / len(values)
+
+
+def t_cdf(t: float, dof: float) -> float:
+    """Student's t distribution function, for any positive (also fractional) degrees of freedom.
+
+    P(T <= t) from the regularized incomplete beta function: the two tails hold
+    I_{dof/(dof+t²)}(dof/2, 1/2). Fractional dof are needed for Welch's interval.
+    """
+    if dof <= 0:
+        raise ValueError("degrees of freedom must be positive")
+    tail = 0.5 * _betainc(dof / 2.0, 0.5, dof / (dof + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+@functools.lru_cache(maxsize=4096)
+def t_quantile(p: float, dof: float) -> float:
+    """The p-quantile of Student's t (the inverse of `t_cdf`), by bisection to ~1e-12."""
+    if not 0.0 < p < 1.0:
+        raise ValueError("p must lie strictly between 0 and 1")
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -t_quantile(1.0 - p, dof)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, dof) < p:
+        lo, hi = hi, hi * 2.0
+    while hi - lo > 1e-12 * max(1.0, hi):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, dof) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b), by its continued fraction (Numerical Recipes §6.4)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 500):
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 3e-16:
+            break
+    return h

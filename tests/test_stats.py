@@ -47,3 +47,28 @@ def test_batch_means_ci_widens_for_autocorrelated_values():
 
 def test_batch_means_ci_none_for_few_values():
     assert stats.batch_means_ci([1.0, 2.0, 3.0, 4.0, 5.0]) is None
+
+
+@pytest.mark.parametrize("p, dof, table", [
+    (0.975, 1, 12.706), (0.975, 3, 3.182), (0.975, 9, 2.262), (0.975, 30, 2.042), (0.995, 10, 3.169),
+    (0.9995, 5, 6.869), (0.95, 20, 1.725), (0.975, 1e6, 1.960),
+])
+def test_t_quantile_matches_printed_tables(p, dof, table):
+    assert stats.t_quantile(p, dof) == pytest.approx(table, abs=1e-3)
+    assert stats.t_quantile(1 - p, dof) == pytest.approx(-table, abs=1e-3)
+
+
+def test_t_cdf_inverts_the_quantile_also_for_fractional_dof():
+    for dof in (1.5, 2.7, 12.3):
+        for p in (0.6, 0.9, 0.99583):
+            assert stats.t_cdf(stats.t_quantile(p, dof), dof) == pytest.approx(p, abs=1e-9)
+    assert stats.t_cdf(0.0, 4) == 0.5
+    with pytest.raises(ValueError):
+        stats.t_quantile(1.0, 3)
+
+
+def test_batch_means_ci_contains_the_mean_of_all_values():
+    # 25 values in 10 batches of 2 leave 5 out; a large last value moves the full mean only.
+    values = [1.0] * 24 + [100.0]
+    lo, hi = stats.batch_means_ci(values)
+    assert lo <= stats.mean(values) <= hi

@@ -31,6 +31,8 @@ def register(sub) -> None:
     d.add_argument("--demo", action="store_true", help="diagnose a built-in example (no code of yours needed)")
     add_target_arguments(d)
     d.add_argument("--ram-budget-mb", type=positive_int, help="most memory a cache may take (default: half of free)")
+    d.add_argument("--thorough", action="store_true", help="longer windows for the per-stage anatomy and the "
+                   "per-change ablation, plus all-but-one ablation runs (slower)")
     d.add_argument("--json", metavar="FILE", help="write the diagnosis as JSON (schema_version 1)")
 
 
@@ -69,6 +71,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     options.update(
         stop_rule=StopRule(max_seconds=args.max_seconds),
         ram_budget_bytes=args.ram_budget_mb * 2**20 if args.ram_budget_mb else None,
+        thorough=args.thorough,
         label=label,
     )
     if args.quiet:

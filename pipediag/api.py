@@ -97,7 +97,8 @@ def diagnose(
     batch_size: passed to the builder if it takes `batch_size`; otherwise, for an unbatched
     dataset, pipediag batches it. batched=True: elements are already batches (a generator of
     batches) even though no batch op is visible.
-    anatomy: time the pipeline cut after each stage and name the slow stage.
+    anatomy: time the pipeline cut after each stage and name the slow stage (with input_only mode,
+    as it measures the input side too).
     thorough: longer windows for the anatomy and the ablation, and all-but-one ablation runs.
     """
     if model is not None and step is not None:
@@ -225,7 +226,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     if "input_only" in modes:
         feeds["input_only"] = BatchFeed(dataset, the_step.info.batch_format)
         run("input_only", feeds["input_only"], False)
-    if anatomy and graph is not None:
+    if anatomy and graph is not None and "input_only" in modes:
         progress.phase("timing the pipeline after each stage (anatomy)")
         try:
             result = measure_anatomy(

@@ -99,6 +99,9 @@ def elements_per_batch(stages: list[Stage], batch_size: int | None = None) -> li
         out[i] = (factor, why)
         if factor is None:
             continue
+        if s.kind == "source" and s.reader:
+            factor, why = None, f"{s.label} turns file names into records"
+            continue
         if s.kind in _ONE_TO_ONE:
             continue
         if s.kind == "batch":

@@ -131,7 +131,7 @@ def tune_with_ablation(
 
     for keys_ in pure.plan_alone(keys):
         change = by_key[keys_[0]]
-        one("alone", keys_, f"{_short(change)} alone", f"{change.kind} alone", short)
+        one("alone", keys_, f"{_short(change)} alone", f"{_short(change)} alone", short)
 
     candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
     interim = pure.conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci, candidates, out.variants, short.max_seconds)
@@ -150,7 +150,7 @@ def tune_with_ablation(
 
     for keys_ in pure.plan_all_but(list(together), thorough):
         missing = next(k for k in together if k not in keys_)
-        one("all_but", keys_, f"all but {_short(by_key[missing])}", f"all but {by_key[missing].kind}", short)
+        one("all_but", keys_, f"all but {_short(by_key[missing])}", f"all but {_short(by_key[missing])}", short)
     return out
 
 

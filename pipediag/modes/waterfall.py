@@ -24,7 +24,7 @@ from pipediag.analysis.waterfall import (
     Anatomy, StageTiming, build_anatomy, elements_per_batch, is_stable, rate, timing_plan,
 )
 from pipediag.backends.tf import tf
-from pipediag.builder.dataset import cardinality
+from pipediag.builder.dataset import INFINITE, cardinality
 from pipediag.builder.graph import GraphError, PipelineGraph
 from pipediag.builder.stages import Stage
 
@@ -171,7 +171,7 @@ def measure_anatomy(
             per_call = max(1, min(factor * 64, math.ceil(factor * final_bps * rule.call_target_s)))
         dataset = cuts[stage.index]
         count = counts[stage.index]
-        if isinstance(count, int) and count > 0:
+        if count != INFINITE:  # finite or unknown: read it again like an epoch loop (an empty one ends)
             dataset = dataset.repeat()
         if per_call > 1:
             dataset = dataset.shard(per_call, per_call - 1)

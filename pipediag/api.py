@@ -226,12 +226,15 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     if "input_only" in modes:
         feeds["input_only"] = BatchFeed(dataset, the_step.info.batch_format)
         run("input_only", feeds["input_only"], False)
+    for feed in feeds.values():
+        feed.close()  # free their buffers (a big shuffle buffer must not be held twice) before going on
     if anatomy and graph is not None and "input_only" in modes:
         progress.phase("timing the pipeline after each stage (anatomy)")
         try:
             result = measure_anatomy(
                 PipelineGraph.from_dataset(dataset), dataset.options(), batch_size=state.element.batch_size,
-                rule=THOROUGH if thorough else WaterfallRule(), clock_ns=clock_ns,
+                rule=THOROUGH if thorough else WaterfallRule(), first_batch_s=first.elapsed_ns / 1e9,
+                clock_ns=clock_ns,
             )
             state.stages, state.anatomy = tuple(result.stages), result.anatomy
         except GraphError as error:

@@ -24,6 +24,7 @@ from pipediag.modes.checks import compare_values
 
 _SAMPLE_ELEMENTS = 4
 VECTORIZE_CHECK_BATCHES = 3
+VECTORIZE_CHECK_SECONDS = 5.0  # a check that would take longer is skipped (and said so)
 
 
 @dataclass
@@ -325,14 +326,17 @@ def _check_vectorize(graph: PipelineGraph, change: Change, functions: dict[str, 
         size, drop = _batch_args(graph, change.details["batch_node"])
         base = graph.data_inputs(change.node)[0].split(":")[0]
         sample = graph.cut(base, function.input_structure).take(VECTORIZE_CHECK_BATCHES * size).cache()
-        for _ in sample:  # fill the cache: both versions below read these same elements
-            pass
+        # Fill the cache (both versions below read these same elements); an abandoned fill is discarded.
+        if _take_all(sample, VECTORIZE_CHECK_SECONDS) is None:
+            return change.skipped(f"checking it would take over {VECTORIZE_CHECK_SECONDS:.0f} s (slow input to the map)")
         per_element = sample.map(function.python).batch(size, drop_remainder=drop)
         batched = _vectorized(function, size, drop)(sample)
         if not batched.element_spec == per_element.element_spec and not _compatible(
                 batched.element_spec, per_element.element_spec):
             return change.skipped(f"on a batch, {change.details['function']} gives differently shaped results")
-        expected = list(per_element)
+        expected = _take_all(per_element, VECTORIZE_CHECK_SECONDS)
+        if expected is None:
+            return change.skipped(f"checking it would take over {VECTORIZE_CHECK_SECONDS:.0f} s (a slow function)")
         got = list(batched)
     except GraphError as error:
         return change.skipped(str(error))
@@ -345,6 +349,17 @@ def _check_vectorize(graph: PipelineGraph, change: Change, functions: dict[str, 
     n = len(expected)
     check = f"checked on the first {n} batch(es) of real input: {verdict}"
     return Change(**{**change.to_dict(), "details": {**change.details, "batch_size": size, "check": check}})
+
+
+def _take_all(dataset, limit_s: float) -> list | None:
+    """Every element of a (short) dataset, or None when that takes longer than limit_s."""
+    start = time.monotonic()
+    out = []
+    for element in dataset:
+        out.append(element)
+        if time.monotonic() - start > limit_s:
+            return None
+    return out
 
 
 def _compatible(a, b) -> bool:

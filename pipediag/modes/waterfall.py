@@ -134,10 +134,15 @@ def measure_anatomy(
     *,
     batch_size: int | None = None,
     rule: WaterfallRule = WaterfallRule(),
+    first_batch_s: float | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
     progress: Callable[[str], None] | None = None,
 ) -> AnatomyResult:
-    """Time each stage's cut; enrich the stages with cardinality and bytes per element."""
+    """Time each stage's cut; enrich the stages with cardinality and bytes per element.
+
+    first_batch_s: how long the whole pipeline took to its first batch. A cut after a shuffle
+    fills that buffer again before its first element, which can take about as long; such a cut
+    is skipped, and says so, when that would overrun the waterfall's budget."""
     started = clock_ns()
     stages = graph.stages()
     plan = timing_plan(stages, batch_size)
@@ -159,11 +164,18 @@ def measure_anatomy(
     # The last timed stage first: its rate sets how many elements one next() should pull upstream.
     order = timed[-1:] + timed[:-1]
     final_bps: float | None = None
+    first_shuffle = next((s.index for s in stages if s.kind == "shuffle"), None)
     for stage in order:
         spent = (clock_ns() - started) / 1e9
         if spent >= rule.total_cap_s:
             timings[stage.index] = StageTiming(
                 stage.index, reason=f"not timed: the waterfall's {rule.total_cap_s:.0f} s budget was spent")
+            continue
+        refill = first_shuffle is not None and stage.index >= first_shuffle and first_batch_s is not None
+        if refill and spent + first_batch_s + rule.min_stage_s > rule.total_cap_s:
+            timings[stage.index] = StageTiming(
+                stage.index, reason=f"not timed: its shuffle buffer would fill again first (~{first_batch_s:.0f} s, "
+                                    f"as long as the first batch took), over the waterfall's {rule.total_cap_s:.0f} s budget")
             continue
         factor = factors[stage.index] or 1
         per_call = 1

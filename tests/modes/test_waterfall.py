@@ -67,3 +67,13 @@ def test_file_names_are_not_compared_with_records(tmp_path):
     assert names.batches_per_sec is None and names.reason.startswith("not comparable")
     assert reader.label == "TFRecordDataset(2 files)" and reader.batches_per_sec > 0
     assert batch.batches_per_sec > 0
+
+
+def test_cuts_that_would_refill_a_slow_shuffle_buffer_are_skipped():
+    ds = tf.data.Dataset.range(1000).map(scale).shuffle(100).batch(10)
+    # As if the first batch had taken 60 s: refilling the buffer for each cut would overrun.
+    a = measure_anatomy(PipelineGraph.from_dataset(ds), ds.options(), rule=QUICK, first_batch_s=60.0).anatomy
+    rows = {r.label: r for r in a.rows}
+    assert rows["map(scale)"].batches_per_sec > 0
+    for label in ("shuffle(100)", "batch(10)"):
+        assert rows[label].batches_per_sec is None and "shuffle buffer would fill again" in rows[label].reason

@@ -2,10 +2,15 @@
 
 The TensorFlow side runs the user's pipeline with each planned change alone, and with all the
 changes that held up together (the tuned mode), each feeding the real step like pipeline mode.
-This module compares those rates with pipeline mode's and says, per change: `gain` (faster, the
-95% intervals apart, by at least `MIN_GAIN`), `none`, `harm` (clearly slower), `unsafe` (its
-first batches differ from the original's), or `unmeasured` (it could not be built or run).
-Harmful and unsafe changes are left out of the together run. Pure: plain numbers in and out.
+Alone runs are compared with a *control* run: the user's graph rebuilt without any change, run
+right before them with the same short window. Throughput on a shared machine drifts by 10-15%
+between windows seconds apart, more than one window's own interval shows, so the baseline is
+measured next to what it is compared with. (Without a control, pipeline mode is the baseline.)
+The together run, the tuned mode, has the full window and is compared with pipeline mode.
+Per change this module says: `gain` (faster, the 95% intervals apart, by at least `MIN_GAIN`),
+`none`, `harm` (clearly slower), `unsafe` (its first batches differ from the original's), or
+`unmeasured` (it could not be built or run). Harmful and unsafe changes are left out of the
+together run. Pure: plain numbers in and out.
 
 Why fed-step and not input-only: the question a fix answers is "how much faster will training
 be". A change that triples the pipeline alone gives nothing when the step is the limit, and on
@@ -28,8 +33,8 @@ EFFECTS = ("gain", "none", "harm", "unsafe", "unmeasured")
 class VariantResult:
     """One run of a rewritten pipeline feeding the step."""
 
-    name: str  # "parallel_map alone", "together", "all but parallel_map"
-    role: str  # alone | together | all_but
+    name: str  # "parallel_map alone", "together", "all but parallel_map", "control"
+    role: str  # control | alone | together | all_but
     changes: tuple[str, ...]  # the Change keys it applied
     batches_per_sec: float | None
     batches_per_sec_ci: tuple[float, float] | None
@@ -60,7 +65,7 @@ class ChangeEffect:
     speedup_ci: tuple[float, float] | None
     basis: str  # "alone" | "only change" (the together run was this change alone) | "none"
     reason: str | None = None  # for unsafe / unmeasured
-    without_speedup: float | None = None  # together / all-but-this (--thorough only)
+    without_speedup: float | None = None  # together's speedup / the speedup of the run without it
     without_ci: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,7 +80,7 @@ class ChangeEffect:
 @dataclass(frozen=True)
 class Ablation:
     measure: str  # "fed_step": every variant feeds the real step
-    baseline_batches_per_sec: float | None  # pipeline mode
+    baseline_batches_per_sec: float | None  # the alone runs' baseline: the control run, else pipeline mode
     baseline_ci: tuple[float, float] | None
     variants: tuple[VariantResult, ...]
     effects: tuple[ChangeEffect, ...]
@@ -83,13 +88,17 @@ class Ablation:
     together_ci: tuple[float, float] | None
     window_s: float  # the time cap of each variant's run
 
+    @property
+    def baseline_run(self) -> str:
+        return "control" if any(v.role == "control" for v in self.variants) else "pipeline"
+
     def effect(self, key: str) -> ChangeEffect | None:
         return next((e for e in self.effects if e.change == key), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "measure": self.measure,
-            "baseline": {"mode": "pipeline", "batches_per_sec": self.baseline_batches_per_sec,
+            "baseline": {"run": self.baseline_run, "batches_per_sec": self.baseline_batches_per_sec,
                          "batches_per_sec_ci": self.baseline_ci},
             "window_s": self.window_s,
             "together": {"speedup": self.together_speedup, "speedup_ci": self.together_ci},
@@ -124,6 +133,15 @@ def classify(ratio: Ratio | None) -> str:
     return "none"
 
 
+def _divide(a: Ratio | None, b: Ratio | None) -> Ratio | None:
+    if a is None or b is None or not b.value:
+        return None
+    low = high = None
+    if None not in (a.low, a.high, b.low, b.high) and b.low > 0:
+        low, high = a.low / b.high, a.high / b.low
+    return Ratio(a.value / b.value, low, high)
+
+
 def _ci(ratio: Ratio | None) -> tuple[float, float] | None:
     if ratio is None or ratio.low is None or ratio.high is None:
         return None
@@ -131,18 +149,26 @@ def _ci(ratio: Ratio | None) -> tuple[float, float] | None:
 
 
 def conclude(
-    baseline_batches_per_sec: float | None,
-    baseline_ci: tuple[float, float] | None,
+    pipeline_batches_per_sec: float | None,
+    pipeline_ci: tuple[float, float] | None,
     candidates: list[tuple[str, str, str | None]],  # (key, kind, stage) of each planned change
     variants: list[VariantResult],
     window_s: float,
 ) -> Ablation:
-    """Each candidate's own effect, from its alone run (or the together run when it was the only
-    change), plus the together speedup and, where run, how much the others lose without it."""
+    """Each candidate's own effect, from its alone run against the control run (or, as the only
+    change, the together run against pipeline mode), plus the together speedup and, where run,
+    how much the others lose without it."""
+    control = next((v for v in variants if v.role == "control" and v.error is None and v.batches_per_sec), None)
+    if control is not None:
+        baseline_batches_per_sec, baseline_ci = control.batches_per_sec, control.batches_per_sec_ci
+    else:
+        baseline_batches_per_sec, baseline_ci = pipeline_batches_per_sec, pipeline_ci
 
     def vs_baseline(v: VariantResult | None) -> Ratio | None:
         if v is None or v.error is not None:
             return None
+        if v.role == "together":
+            return ratio_of(v.batches_per_sec, v.batches_per_sec_ci, pipeline_batches_per_sec, pipeline_ci)
         return ratio_of(v.batches_per_sec, v.batches_per_sec_ci, baseline_batches_per_sec, baseline_ci)
 
     together = next((v for v in variants if v.role == "together"), None)
@@ -167,8 +193,9 @@ def conclude(
         all_but = None if not rest else next(
             (v for v in variants if v.role in ("alone", "all_but") and set(v.changes) == rest), None)
         if all_but is not None and all_but.error is None:
-            without = ratio_of(together.batches_per_sec, together.batches_per_sec_ci, all_but.batches_per_sec,
-                               all_but.batches_per_sec_ci)
+            # Each against its own baseline (together: pipeline mode; the run without it: the
+            # control), so drift between the two windows does not count as an effect.
+            without = _divide(vs_baseline(together), vs_baseline(all_but))
         effects.append(ChangeEffect(
             change=key, kind=kind, stage=stage, effect=effect,
             speedup=None if ratio is None else ratio.value, speedup_ci=_ci(ratio), basis=basis, reason=reason,
@@ -199,9 +226,9 @@ def left_out(ablation: Ablation) -> dict[str, str]:
 
 
 def plan_alone(keys: list[str]) -> list[tuple[str, ...]]:
-    """The runs before the together run: each change alone, when there are two or more (with
-    one, the together run is that change alone)."""
-    return [] if len(keys) < 2 else [(k,) for k in keys]
+    """The runs before the together run: the control (no change), then each change alone, when
+    there are two or more (with one, the together run is that change alone)."""
+    return [] if len(keys) < 2 else [()] + [(k,) for k in keys]
 
 
 def plan_all_but(keys: list[str], thorough: bool) -> list[tuple[str, ...]]:

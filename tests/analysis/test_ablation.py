@@ -93,7 +93,7 @@ def test_classify_needs_a_clear_and_large_enough_change():
 
 def test_which_runs_are_planned():
     assert plan_alone(["a"]) == []
-    assert plan_alone(["a", "b"]) == [("a",), ("b",)]
+    assert plan_alone(["a", "b"]) == [(), ("a",), ("b",)]  # the control first
     assert plan_all_but(["a", "b", "c"], thorough=False) == []
     assert plan_all_but(["a", "b"], thorough=True) == []  # the alone runs already are the all-but runs
     assert plan_all_but(["a", "b", "c"], thorough=True) == [("b", "c"), ("a", "c"), ("a", "b")]
@@ -104,3 +104,18 @@ def test_round_trip():
                 variant("together", [MAP[0], PREFETCH[0]], 170.0)]
     a = conclude(*BASE, [MAP, PREFETCH], variants, window_s=3.0)
     assert Ablation.from_dict(a.to_dict()) == a
+
+
+def test_alone_runs_are_compared_with_the_control_run_and_together_with_pipeline_mode():
+    variants = [
+        variant("control", [], 40.0),  # the machine got slower since pipeline mode (50)
+        variant("alone", [MAP[0]], 80.0),
+        variant("alone", [PREFETCH[0]], 40.5),
+        variant("together", [MAP[0], PREFETCH[0]], 100.0),
+    ]
+    a = conclude(*BASE, [MAP, PREFETCH], variants, window_s=3.0)
+    assert a.baseline_run == "control" and a.baseline_batches_per_sec == 40.0
+    assert a.effect(MAP[0]).speedup == pytest.approx(2.0)  # not 80 / 50
+    assert a.effect(PREFETCH[0]).effect == "none"  # not "harm", as 40.5 / 50 would say
+    assert a.together_speedup == pytest.approx(2.0)  # 100 / pipeline mode's 50
+    assert a.to_dict()["baseline"]["run"] == "control"

@@ -2,11 +2,11 @@
 
 The TensorFlow side runs the user's pipeline with each planned change alone, and with all the
 changes that held up together (the tuned mode), each feeding the real step like pipeline mode.
-Alone runs are compared with a *control* run: the user's graph rebuilt without any change, run
-right before them with the same short window. Throughput on a shared machine drifts by 10-15%
-between windows seconds apart, more than one window's own interval shows, so the baseline is
-measured next to what it is compared with. (Without a control, pipeline mode is the baseline.)
-The together run, the tuned mode, has the full window and is compared with pipeline mode.
+All runs are compared with a *control* run: the user's graph rebuilt without any change, run
+right before the alone runs with the same short window. Throughput on a shared machine drifts by
+10-15% between windows seconds apart, more than one window's own interval shows, so the baseline
+is measured next to what it is compared with. Without a control (a single change: no alone
+runs), pipeline mode is the baseline.
 Per change this module says: `gain` (faster, the 95% intervals apart, by at least `MIN_GAIN`),
 `none`, `harm` (clearly slower), `unsafe` (its first batches differ from the original's), or
 `unmeasured` (it could not be built or run). Harmful and unsafe changes are left out of the
@@ -155,9 +155,9 @@ def conclude(
     variants: list[VariantResult],
     window_s: float,
 ) -> Ablation:
-    """Each candidate's own effect, from its alone run against the control run (or, as the only
-    change, the together run against pipeline mode), plus the together speedup and, where run,
-    how much the others lose without it."""
+    """Each candidate's own effect, from its alone run (or, as the only change, the together
+    run), plus the together speedup and, where run, how much the others lose without it; all
+    against the control run, or pipeline mode when there is none."""
     control = next((v for v in variants if v.role == "control" and v.error is None and v.batches_per_sec), None)
     if control is not None:
         baseline_batches_per_sec, baseline_ci = control.batches_per_sec, control.batches_per_sec_ci
@@ -167,8 +167,6 @@ def conclude(
     def vs_baseline(v: VariantResult | None) -> Ratio | None:
         if v is None or v.error is not None:
             return None
-        if v.role == "together":
-            return ratio_of(v.batches_per_sec, v.batches_per_sec_ci, pipeline_batches_per_sec, pipeline_ci)
         return ratio_of(v.batches_per_sec, v.batches_per_sec_ci, baseline_batches_per_sec, baseline_ci)
 
     together = next((v for v in variants if v.role == "together"), None)
@@ -193,8 +191,6 @@ def conclude(
         all_but = None if not rest else next(
             (v for v in variants if v.role in ("alone", "all_but") and set(v.changes) == rest), None)
         if all_but is not None and all_but.error is None:
-            # Each against its own baseline (together: pipeline mode; the run without it: the
-            # control), so drift between the two windows does not count as an effect.
             without = _divide(vs_baseline(together), vs_baseline(all_but))
         effects.append(ChangeEffect(
             change=key, kind=kind, stage=stage, effect=effect,

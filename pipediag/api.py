@@ -267,9 +267,9 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
                 result = run(name, feed, True, mode_rule=variant_rule, record=name == "tuned")
             finally:
                 feed.close()
-            if feed.restarts:
-                state.notes.append(f"{name}: the dataset ended and was restarted {feed.restarts} time(s); "
-                                   "restart costs are included")
+            if feed.restarts and name == "tuned":
+                state.notes.append(f"tuned mode: the dataset ended and was restarted {feed.restarts} time(s); "
+                                   "restart costs are included (in the ablation's runs too)")
             return result, feed.firsts
 
         state.tuning_outcome = TuningOutcome(changes=list(plan.changes))

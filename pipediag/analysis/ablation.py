@@ -2,11 +2,12 @@
 
 The TensorFlow side runs the user's pipeline with each planned change alone, and with all the
 changes that held up together (the tuned mode), each feeding the real step like pipeline mode.
-All runs are compared with a *control* run: the user's graph rebuilt without any change, run
-right before the alone runs with the same short window. Throughput on a shared machine drifts by
-10-15% between windows seconds apart, more than one window's own interval shows, so the baseline
-is measured next to what it is compared with. Without a control (a single change: no alone
-runs), pipeline mode is the baseline.
+All runs are compared with a *control*: the user's graph rebuilt without any change, run right
+before the alone runs and again right after them, with the same short window. Throughput on a
+shared machine drifts by 10-15% between windows seconds apart, more than one window's own
+interval shows, so the baseline is measured next to what it is compared with, and its interval
+spans both control runs: drift during the ablation widens every interval instead of passing for
+an effect. Without a control (a single change: no alone runs), pipeline mode is the baseline.
 Per change this module says: `gain` (faster, the 95% intervals apart, by at least `MIN_GAIN`),
 `none`, `harm` (clearly slower), `unsafe` (its first batches differ from the original's), or
 `unmeasured` (it could not be built or run). Harmful and unsafe changes are left out of the
@@ -123,6 +124,18 @@ class Ablation:
         )
 
 
+def control_baseline(variants: list[VariantResult]) -> tuple[float | None, tuple[float, float] | None]:
+    """The control runs' mean rate, with an interval spanning all of theirs (drift included)."""
+    controls = [v for v in variants if v.role == "control" and v.error is None and v.batches_per_sec]
+    if not controls:
+        return None, None
+    rate = sum(v.batches_per_sec for v in controls) / len(controls)
+    cis = [v.batches_per_sec_ci for v in controls]
+    if any(ci is None for ci in cis):
+        return rate, None
+    return rate, (min(ci[0] for ci in cis), max(ci[1] for ci in cis))
+
+
 def classify(ratio: Ratio | None) -> str:
     if ratio is None:
         return "unmeasured"
@@ -158,10 +171,8 @@ def conclude(
     """Each candidate's own effect, from its alone run (or, as the only change, the together
     run), plus the together speedup and, where run, how much the others lose without it; all
     against the control run, or pipeline mode when there is none."""
-    control = next((v for v in variants if v.role == "control" and v.error is None and v.batches_per_sec), None)
-    if control is not None:
-        baseline_batches_per_sec, baseline_ci = control.batches_per_sec, control.batches_per_sec_ci
-    else:
+    baseline_batches_per_sec, baseline_ci = control_baseline(variants)
+    if baseline_batches_per_sec is None:
         baseline_batches_per_sec, baseline_ci = pipeline_batches_per_sec, pipeline_ci
 
     def vs_baseline(v: VariantResult | None) -> Ratio | None:
@@ -222,9 +233,10 @@ def left_out(ablation: Ablation) -> dict[str, str]:
 
 
 def plan_alone(keys: list[str]) -> list[tuple[str, ...]]:
-    """The runs before the together run: the control (no change), then each change alone, when
-    there are two or more (with one, the together run is that change alone)."""
-    return [] if len(keys) < 2 else [()] + [(k,) for k in keys]
+    """The runs before the together run, when there are two or more changes (with one, the
+    together run is that change alone): the control (no change), each change alone, and the
+    control again."""
+    return [] if len(keys) < 2 else [()] + [(k,) for k in keys] + [()]
 
 
 def plan_all_but(keys: list[str], thorough: bool) -> list[tuple[str, ...]]:

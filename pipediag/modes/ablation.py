@@ -2,8 +2,8 @@
 
 Every variant is the user's graph with some of the planned changes (`tuning.build`), feeding the
 real step like pipeline mode (see `analysis.ablation` for why fed-step). With two or more
-changes, a control run (the graph rebuilt without changes) and then each change alone run in a
-short window; a change that is clearly slower alone than the control, or
+changes, a control run (the graph rebuilt without changes), each change alone and the control
+again run in a short window; a change that is clearly slower alone than the control, or
 whose first batches differ from the original's where they must not, is left out. The rest run
 together as the tuned mode, with the full window. `--thorough` gives the alone runs the full
 window too, and adds all-but-one runs when there are three or more changes. Each variant's
@@ -132,7 +132,9 @@ def tune_with_ablation(
 
     for keys_ in pure.plan_alone(keys):
         if not keys_:
-            one("control", keys_, "control: rebuilt, unchanged", "control", short)
+            again = any(v.role == "control" for v in out.variants)
+            name = "control again" if again else "control"
+            one("control", keys_, f"{name}: rebuilt, unchanged", name, short)
             continue
         change = by_key[keys_[0]]
         one("alone", keys_, f"{_short(change)} alone", f"{_short(change)} alone", short)

@@ -93,7 +93,7 @@ def test_classify_needs_a_clear_and_large_enough_change():
 
 def test_which_runs_are_planned():
     assert plan_alone(["a"]) == []
-    assert plan_alone(["a", "b"]) == [(), ("a",), ("b",)]  # the control first
+    assert plan_alone(["a", "b"]) == [(), ("a",), ("b",), ()]  # the control before and after
     assert plan_all_but(["a", "b", "c"], thorough=False) == []
     assert plan_all_but(["a", "b"], thorough=True) == []  # the alone runs already are the all-but runs
     assert plan_all_but(["a", "b", "c"], thorough=True) == [("b", "c"), ("a", "c"), ("a", "b")]
@@ -119,3 +119,15 @@ def test_runs_are_compared_with_the_control_run_next_to_them():
     assert a.effect(PREFETCH[0]).effect == "none"  # not "harm", as 40.5 / 50 would say
     assert a.together_speedup == pytest.approx(2.5)  # 100 / 40 too
     assert a.to_dict()["baseline"]["run"] == "control"
+
+
+def test_drift_between_the_two_control_runs_widens_every_interval():
+    steady = [variant("control", [], 50.0), variant("alone", [MAP[0]], 56.0), variant("alone", [PREFETCH[0]], 50.0),
+              variant("control", [], 50.5)]
+    drifting = [variant("control", [], 50.0), variant("alone", [MAP[0]], 56.0), variant("alone", [PREFETCH[0]], 50.0),
+                variant("control", [], 60.0)]  # the machine got faster during the ablation
+    assert conclude(*BASE, [MAP, PREFETCH], steady, window_s=3.0).effect(MAP[0]).effect == "gain"
+    a = conclude(*BASE, [MAP, PREFETCH], drifting, window_s=3.0)
+    assert a.baseline_batches_per_sec == pytest.approx(55.0)
+    assert a.baseline_ci == pytest.approx((50.0 * 0.97, 60.0 * 1.03))
+    assert a.effect(MAP[0]).effect == "none"  # 56 vs a baseline somewhere in 48.5-61.8: not clear

@@ -60,7 +60,7 @@ def test_each_change_gets_its_own_measured_speedup():
         plan, baseline=baseline, reference=Reference(firsts, deterministic, why), run_variant=run,
         summarize=lambda r: summarize(r, NO_SAMPLES), rule=RULE,
     )
-    assert [v.role for v in outcome.variants] == ["control", "alone", "alone", "together"]
+    assert [v.role for v in outcome.variants] == ["control", "alone", "alone", "control", "together"]
     assert all(v.check_ok for v in outcome.variants), [v.check for v in outcome.variants]
     assert outcome.tuned_check.text.startswith("checked: first 3 batch(es) equal the original's")
 

@@ -105,8 +105,9 @@ def report(runs: list[dict], extra: list[str]) -> str:
         f"- date: {dt.datetime.now().isoformat(timespec='minutes')}",
         f"- machine: {machine()}; no GPU",
         f"- TensorFlow {tf.__version__}, Python {platform.python_version()}",
-        f"- runs: {len(runs)}, one after another, each a fresh `python -m pipediag diagnose --demo --quiet --json F` "
-        "(TensorFlow import included); made with `python benchmarks/diagnose_time.py`",
+        f"- runs: {len(runs)}, one after another, each a fresh `python -m pipediag diagnose --demo --quiet --json F"
+        f"{' ' + ' '.join(extra) if extra else ''}` (TensorFlow import included); made with "
+        f"`python benchmarks/diagnose_time.py{' -- ' + ' '.join(extra) if extra else ''}`",
         f"- **median wall time {statistics.median(walls):.1f} s** (min {min(walls):.1f}, max {max(walls):.1f}); "
         f"median diagnosis time (pipediag's own `elapsed_s`: without Python start-up and the TensorFlow import) "
         f"{statistics.median(elapsed):.1f} s. Goal: at most 60 s, aim 30 s.",

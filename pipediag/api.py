@@ -58,6 +58,9 @@ class _Run:
     tuned_check: str | None = None
     cache_fill_ms: float | None = None
     interrupted: bool = False
+    anatomy: Any = None  # analysis.waterfall.Anatomy
+    candidates: list | None = None  # (key, kind, stage) of the changes the tuned mode planned
+    tuning_outcome: Any = None  # modes.ablation.TuningOutcome, filled in as the variants run
 
     def __post_init__(self) -> None:
         self.runs: dict[str, ModeRun] = {}
@@ -77,6 +80,8 @@ def diagnose(
     stop_rule: StopRule | None = None,
     sample_hz: float = DEFAULT_HZ,
     ram_budget_bytes: int | None = None,
+    anatomy: bool = True,
+    thorough: bool = False,
     nvml_lib: Any | None = None,
     label: str | None = None,
     step_label: str | None = None,
@@ -92,6 +97,9 @@ def diagnose(
     batch_size: passed to the builder if it takes `batch_size`; otherwise, for an unbatched
     dataset, pipediag batches it. batched=True: elements are already batches (a generator of
     batches) even though no batch op is visible.
+    anatomy: time the pipeline cut after each stage and name the slow stage (with input_only mode,
+    as it measures the input side too).
+    thorough: longer windows for the anatomy and the ablation, and all-but-one ablation runs.
     """
     if model is not None and step is not None:
         raise UsageError("give a model or a step, not both", "--model for a Keras model, --step for your own step")
@@ -115,7 +123,7 @@ def diagnose(
     sampler.start()
     try:
         _gather(state, sampler, builder, model, step, step_label, builder_kwargs or {}, batch_size, batched,
-                batch_format, modes, rule, ram_budget_bytes, progress, clock_ns)
+                batch_format, modes, rule, ram_budget_bytes, anatomy, thorough, progress, clock_ns)
     except KeyboardInterrupt:
         state.interrupted = True
     finally:
@@ -126,12 +134,16 @@ def diagnose(
 
 
 def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, builder_kwargs, batch_size, batched,
-            batch_format, modes, rule, ram_budget_bytes, progress: Progress, clock_ns) -> None:
+            batch_format, modes, rule, ram_budget_bytes, anatomy, thorough, progress: Progress, clock_ns) -> None:
     # TensorFlow is imported only once a diagnosis really starts.
+    from pipediag.builder.graph import GraphError, PipelineGraph
     from pipediag.builder.prepare import prepare_dataset
+    from pipediag.modes.ablation import Reference, TuningOutcome, tune_with_ablation
+    from pipediag.modes.checks import is_deterministic
     from pipediag.modes.feeds import BatchFeed, constant_feed
-    from pipediag.modes.tuning import tune
+    from pipediag.modes.tuning import plan_tuning
     from pipediag.modes.tuning_rules import TuningFacts
+    from pipediag.modes.waterfall import THOROUGH, WaterfallRule, measure_anatomy
     from pipediag.steps.device_memory import DeviceMemory
     from pipediag.steps.make import make_step
 
@@ -150,29 +162,32 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     state.step = the_step
 
     memory = DeviceMemory(lambda: _observed(the_step).framework)
+    feeds: dict[str, BatchFeed] = {}  # kept after their modes for their first batches
 
-    def run(name: str, next_batch, with_step: bool, **kw) -> ModeRun:
+    def run(name: str, next_batch, with_step: bool, mode_rule: StopRule | None = None, record: bool = True,
+            **kw) -> ModeRun:
         progress.phase(f"{name} mode")
         if with_step:
             memory.start()
         try:
             result = run_mode(
-                name, next_batch, the_step.run if with_step else None, rule,
+                name, next_batch, the_step.run if with_step else None, mode_rule or rule,
                 clock_ns=clock_ns, progress=progress.mode, **kw,
             )
         finally:
             if isinstance(next_batch, BatchFeed):
-                # Free the iterator now: its prefetch threads and buffers must not linger into
-                # the next mode's measurement.
+                # Free the iterator now: its prefetch threads and buffers (a big shuffle buffer)
+                # must not linger into the next mode's measurement. Its first batches stay.
                 next_batch.close()
-                if next_batch.restarts:
+                if next_batch.restarts and record:
                     state.notes.append(
                         f"{name} mode: the dataset ended and was restarted {next_batch.restarts} time(s); "
                         "restart costs are included"
                     )
         if with_step:
             result = replace(result, device_memory=memory.stop())
-        state.runs[name] = result
+        if record:
+            state.runs[name] = result
         if result.stop_reason == "interrupted":
             raise KeyboardInterrupt
         return result
@@ -182,9 +197,22 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     if oom:
         state.notes.append("the step ran out of memory with free input: pipeline and tuned modes were skipped")
     if not oom:
-        run("pipeline", BatchFeed(dataset, the_step.info.batch_format), True)
+        feeds["pipeline"] = BatchFeed(dataset, the_step.info.batch_format)
+        run("pipeline", feeds["pipeline"], True)
     if "input_only" in modes:
-        run("input_only", BatchFeed(dataset, the_step.info.batch_format), False)
+        feeds["input_only"] = BatchFeed(dataset, the_step.info.batch_format)
+        run("input_only", feeds["input_only"], False)
+    if anatomy and graph is not None and "input_only" in modes:
+        progress.phase("timing the pipeline after each stage (anatomy)")
+        try:
+            result = measure_anatomy(
+                PipelineGraph.from_dataset(dataset), dataset.options(), batch_size=state.element.batch_size,
+                rule=THOROUGH if thorough else WaterfallRule(), first_batch_s=prepared.first_batch_ns / 1e9,
+                clock_ns=clock_ns,
+            )
+            state.stages, state.anatomy = tuple(result.stages), result.anatomy
+        except GraphError as error:
+            state.notes.append(f"no anatomy: {error}")
     if "tuned" in modes and not oom and graph is not None:
         progress.phase("tuning the pipeline")
         log = sampler.log()
@@ -198,13 +226,30 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
             latency_bound=side is not None and classify_cpu(side).kind == "idle",
             map_parallelization_on=dataset.options().experimental_optimization.map_parallelization is not False,
         )
-        tuned = tune(dataset, facts, input_batches_per_sec=input_side.batches_per_sec, clock_ns=clock_ns)
-        state.tuning = tuple(tuned.changes)
-        state.notes.extend(tuned.notes)
-        state.cache_fill_ms = None if tuned.cache_fill_ns is None else tuned.cache_fill_ns / 1e6
-        tuned_feed = BatchFeed(tuned.dataset, the_step.info.batch_format)
-        run("tuned", tuned_feed, True)
-        state.tuned_check = _check_tuned(tuned_feed.first, first_batch, random=any(s.is_random for s in stages))
+        plan = plan_tuning(dataset, facts, input_batches_per_sec=input_side.batches_per_sec)
+        state.candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
+        state.tuning = tuple(plan.changes)
+        deterministic, why_random = is_deterministic(
+            any(s.is_random for s in stages), feeds["pipeline"].firsts,
+            feeds["input_only"].firsts if "input_only" in feeds else None,
+        )
+        reference = Reference(feeds["pipeline"].firsts or [first_batch], deterministic, why_random)
+
+        def run_variant(name: str, variant, variant_rule: StopRule):
+            feed = BatchFeed(variant, the_step.info.batch_format)
+            result = run(name, feed, True, mode_rule=variant_rule, record=name == "tuned")  # closes the feed
+            return result, feed.firsts
+
+        state.tuning_outcome = TuningOutcome(changes=list(plan.changes))
+        outcome = tune_with_ablation(
+            plan, baseline=measured, reference=reference, run_variant=run_variant,
+            summarize=lambda r: summarize(r, sampler.log()), rule=rule, thorough=thorough,
+            outcome=state.tuning_outcome, clock_ns=clock_ns,
+        )
+        state.tuning = tuple(outcome.changes)
+        state.notes.extend(outcome.notes)
+        state.cache_fill_ms = None if outcome.cache_fill_ns is None else outcome.cache_fill_ns / 1e6
+        state.tuned_check = None if outcome.tuned_check is None else outcome.tuned_check.text
 
 
 def _observed(step: Step | None) -> Observed:
@@ -261,29 +306,13 @@ def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
     return notes
 
 
-def _check_tuned(tuned_first, original_first, random: bool) -> str | None:
-    """Does the tuned pipeline produce what the user's does? Values for a deterministic
-    pipeline, structure for a random one (its values differ from run to run anyway)."""
-    if tuned_first is None:
-        return None
-    from pipediag.modes.feeds import same_batch, same_structure
-
-    if random:
-        if same_structure(tuned_first, original_first):
-            return "the pipeline is random: checked that the tuned pipeline's first batch has the same structure"
-        return "the tuned pipeline's first batch has a DIFFERENT structure from the original's"
-    if same_batch(tuned_first, original_first):
-        return "checked: the tuned pipeline's first batch equals the original's"
-    return "the tuned pipeline's first batch DIFFERS from the original's (its element order changed)"
-
-
 def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapsed_s: float) -> Diagnosis:
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
     complete = not state.interrupted
     framework = _framework(state)
     environment = _environment_for(state.environment, framework)
     notes = list(state.notes) + _framework_notes(framework, summaries)
-    verdict = recommendation = None
+    verdict = recommendation = ablation = None
     if "synthetic" in summaries:
         verdict = decide(summaries, gpu_expected=bool(state.environment and state.environment.gpus))
         if not complete:
@@ -292,8 +321,9 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
                 confidence="low",
                 evidence=verdict.evidence + ("the run was interrupted: this verdict uses only the modes that finished",),
             )
+        ablation = _ablation(state, summaries)
         recommendation = recommend(
-            verdict, summaries, list(state.tuning),
+            verdict, summaries, list(state.tuning), ablation=ablation,
             gpu_present=bool(state.environment and state.environment.gpus),
             tf_gpu_without_memory_growth=bool(state.environment and state.environment.tf_gpu_without_memory_growth),
             framework=framework,
@@ -312,6 +342,8 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
         tuning=state.tuning,
         tuned_check=state.tuned_check,
         cache_fill_ms=state.cache_fill_ms,
+        anatomy=state.anatomy,
+        ablation=ablation,
         verdict=verdict,
         fixes=recommendation.fixes if recommendation else (),
         tried=recommendation.tried if recommendation else (),
@@ -326,3 +358,15 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
         notes=tuple(notes),
         elapsed_s=elapsed_s,
     )
+
+
+def _ablation(state: _Run, summaries: dict):
+    """Each planned change's own effect, from the variants that ran (pure bookkeeping)."""
+    from pipediag.analysis.ablation import conclude
+
+    pipeline = summaries.get("pipeline")
+    if state.candidates is None or state.tuning_outcome is None or pipeline is None:
+        return None
+    outcome = state.tuning_outcome
+    return conclude(pipeline.batches_per_sec, pipeline.batches_per_sec_ci, state.candidates, outcome.variants,
+                    outcome.window_s)

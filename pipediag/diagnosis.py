@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipediag._version import __version__
+from pipediag.analysis.ablation import Ablation
 from pipediag.analysis.modes import ModeSummary, summary_from_dict
+from pipediag.analysis.waterfall import Anatomy
 from pipediag.builder.element import ElementInfo
 from pipediag.builder.stages import Stage
 from pipediag.environment import Environment
@@ -54,9 +56,16 @@ class Diagnosis:
     notes: tuple[str, ...] = ()
     elapsed_s: float = 0.0
     created_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    anatomy: Anatomy | None = None  # the rate after each stage, and the slow stage
+    ablation: Ablation | None = None  # what each tuned-mode change gave on its own
 
     def mode(self, name: str) -> ModeSummary | None:
         return self.modes.get(name)
+
+    @property
+    def bottleneck_stage(self) -> str | None:
+        """The stage that costs most, as the user wrote it (`map(decode_example)`), if one stands out."""
+        return None if self.anatomy is None else self.anatomy.bottleneck_stage
 
     def to_dict(self) -> dict[str, Any]:
         modes = {}
@@ -87,10 +96,12 @@ class Diagnosis:
                 "stages": [s.to_dict() for s in self.stages],
             },
             "modes": modes,
+            "anatomy": None if self.anatomy is None else self.anatomy.to_dict(),
             "tuning": {
                 "changes": [c.to_dict() for c in self.tuning],
                 "check": self.tuned_check,
                 "cache_fill_ms": self.cache_fill_ms,
+                "ablation": None if self.ablation is None else self.ablation.to_dict(),
             },
             "verdict": None if self.verdict is None else self.verdict.to_dict(),
             "fixes": [f.to_dict() for f in self.fixes],
@@ -139,6 +150,8 @@ class Diagnosis:
             notes=tuple(d.get("notes", [])),
             elapsed_s=d.get("elapsed_s", 0.0),
             created_at=d.get("created_at", ""),
+            anatomy=None if d.get("anatomy") is None else Anatomy.from_dict(d["anatomy"]),
+            ablation=None if tuning.get("ablation") is None else Ablation.from_dict(tuning["ablation"]),
         )
 
 

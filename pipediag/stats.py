@@ -152,3 +152,14 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
         if abs(d * c - 1.0) < 3e-16:
             break
     return h
+def mean_ci(values: Sequence[float]) -> tuple[float, float] | None:
+    """Student-t 95% interval of the mean of values that are themselves means of contiguous
+    stretches (e.g. per-chunk times of an iterator): already batch means, so treated as
+    independent. None below 3 values."""
+    n = len(values)
+    if n < 3:
+        return None
+    m = sum(values) / n
+    var = sum((v - m) ** 2 for v in values) / (n - 1)
+    half = _t_95(n - 1) * math.sqrt(var / n)
+    return m - half, m + half

@@ -69,7 +69,8 @@ def environment(**overrides):
     return Environment(**values)
 
 
-def diagnosis(modes=None, verdict=None, fixes=(), tuning=(), tried=(), status="complete", notes=()):
+def diagnosis(modes=None, verdict=None, fixes=(), tuning=(), tried=(), status="complete", notes=(), anatomy=None,
+              ablation=None, stages=None):
     from pipediag.builder.element import ElementInfo, Leaf
     from pipediag.builder.stages import Stage
     from pipediag.diagnosis import Diagnosis
@@ -96,11 +97,34 @@ def diagnosis(modes=None, verdict=None, fixes=(), tuning=(), tried=(), status="c
         element=ElementInfo(leaves=(Leaf("[0]", "dense", "float32", (None, 8)), Leaf("[1]", "dense", "int64", (None,))),
                             batch_size=16, batch_bytes=640),
         cardinality="infinite", first_batch_ms=12.0,
-        stages=(Stage(0, "TensorSliceDataset/_1", "TensorSliceDataset", "source"),
-                Stage(1, "MapDataset/_2", "MapDataset", "map", function="decode_example", parallelism=1, is_random=True),
-                Stage(2, "BatchDatasetV2/_3", "BatchDatasetV2", "batch", buffer_size=16)),
+        stages=stages if stages is not None else (
+            Stage(0, "TensorSliceDataset/_1", "TensorSliceDataset", "source"),
+            Stage(1, "MapDataset/_2", "MapDataset", "map", function="decode_example", parallelism=1, is_random=True),
+            Stage(2, "BatchDatasetV2/_3", "BatchDatasetV2", "batch", buffer_size=16)),
         runs=runs, modes=modes, tuning=tuple(tuning), tuned_check="checked", cache_fill_ms=None,
         verdict=verdict, fixes=tuple(fixes), tried=tuple(tried),
         samples=SampleLog(interval_s=0.1, samples=(Sample(5, cpu), Sample(10, cpu))),
         settings={"batch_size": 16}, notes=tuple(notes), elapsed_s=21.5, created_at="2026-11-30T10:00:00+00:00",
+        anatomy=anatomy, ablation=ablation,
     )
+
+
+def anatomy_and_stages():
+    """A measured-looking anatomy of the default pipeline: the map is slow (plain numbers)."""
+    from pipediag.analysis.waterfall import StageTiming, build_anatomy
+    from pipediag.builder.stages import Stage
+
+    stages = (
+        Stage(0, "TensorSliceDataset/_1", "TensorSliceDataset", "source", cardinality=64, bytes_per_element=26_000.0),
+        Stage(1, "MapDataset/_2", "MapDataset", "map", function="decode_example", parallelism=1, is_random=True,
+              cardinality="infinite", bytes_per_element=49_152.0),
+        Stage(2, "BatchDatasetV2/_3", "BatchDatasetV2", "batch", buffer_size=16, cardinality="infinite",
+              bytes_per_element=786_432.0),
+    )
+
+    def timing(index, per_sec, per_chunk):
+        ns = tuple(int(per_chunk / per_sec * 1e9 * f) for f in (0.98, 1.02) * 4)
+        return StageTiming(index, chunk_elements=(per_chunk,) * 8, chunk_ns=ns, stop_reason="stable")
+
+    timings = {0: timing(0, 16_000, 100), 1: timing(1, 800, 16), 2: timing(2, 48, 2)}
+    return build_anatomy(list(stages), timings, seconds=1.2), stages

@@ -18,6 +18,11 @@ def test_serial_map_is_input_bound_with_a_measured_parallel_map_fix(quick_rule):
     fix = next(f for f in d.fixes if f.kind == "parallel_map")
     assert fix.stage == "map(slow_read)"
     assert fix.measured_speedup > 1.5, fix  # sleeping reads: parallel calls overlap the sleeps
+    # The anatomy finds the planted stage; the ablation measured the fix on its own.
+    assert d.bottleneck_stage == "map(slow_read)", d.anatomy
+    assert fix.basis.startswith("measured alone"), fix
+    assert d.ablation.effect(next(c.key for c in d.tuning if c.kind == "parallel_map")).speedup == fix.measured_speedup
+    assert [v.role for v in d.ablation.variants][-1] == "together"
     assert d.modes["tuned"].batches_per_sec > d.modes["pipeline"].batches_per_sec
     # The CPUs sat idle while the step waited: latency, not computation.
     assert d.verdict.cpu_pattern.kind == "idle"

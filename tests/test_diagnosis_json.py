@@ -66,7 +66,7 @@ def test_bad_files_are_usage_errors(tmp_path):
 def test_gpu_fields_round_trip_exactly(tmp_path):
     from dataclasses import replace
 
-    from pipediag.samples.readings import CpuReading, GpuReading, Sample, SampleLog
+    from pipediag.samples.readings import CpuReading, GpuReading, Sample
     from pipediag.steps.device_memory import FrameworkMemory
     from pipediag.steps.step import StepInfo
     from tests.report.test_terminal import gpu_diagnosis
@@ -90,3 +90,22 @@ def test_gpu_fields_round_trip_exactly(tmp_path):
     assert data["samples"]["samples"][0]["gpus"][0]["util_samples_pct"] == [95.0, 99.0]
     assert data["samples"]["gpu_metrics"] == {"gpm_sm_active_pct": "GPM (nvmlGpmMetricsGet)"}
     assert data["step"]["framework"] == "jax"
+
+
+def test_anatomy_and_ablation_round_trip(tmp_path):
+    from pipediag.analysis.ablation import VariantResult, conclude
+    from tests.summaries import anatomy_and_stages
+
+    anatomy, stages = anatomy_and_stages()
+    ablation = conclude(50.0, (48.0, 52.0), [("parallel_map@n", "parallel_map", "map(decode_example)")],
+                        [VariantResult("t", "together", ("parallel_map@n",), 150.0, (145.0, 155.0), 100, "stable")], 3.0)
+    d = diagnosis(verdict=VERDICT, fixes=[FIX], anatomy=anatomy, ablation=ablation, stages=stages)
+    path = tmp_path / "run.json"
+    write_json(d.to_dict(), str(path))
+    again = read_json(str(path))
+    assert again == d
+    data = json.loads(path.read_text())
+    assert data["anatomy"]["bottleneck_stage"] == "map(decode_example)" == again.bottleneck_stage
+    assert data["anatomy"]["waterfall"][1]["elements_per_batch"] == 16
+    assert data["dataset"]["stages"][1]["cardinality"] == "infinite"
+    assert data["tuning"]["ablation"]["effects"][0]["speedup"] == 3.0

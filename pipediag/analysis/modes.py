@@ -138,13 +138,21 @@ class Ratio:
 
 
 def rate_ratio(a: ModeSummary | None, b: ModeSummary | None) -> Ratio | None:
-    if a is None or b is None or not a.batches_per_sec or not b.batches_per_sec:
+    if a is None or b is None:
+        return None
+    return ratio_of(a.batches_per_sec, a.batches_per_sec_ci, b.batches_per_sec, b.batches_per_sec_ci)
+
+
+def ratio_of(a: float | None, a_ci: tuple[float, float] | None, b: float | None,
+             b_ci: tuple[float, float] | None) -> Ratio | None:
+    """a / b of two rates; the interval pairs the far ends of the two 95% intervals."""
+    if not a or not b:
         return None
     low = high = None
-    if a.batches_per_sec_ci and b.batches_per_sec_ci:
-        low = a.batches_per_sec_ci[0] / b.batches_per_sec_ci[1]
-        high = a.batches_per_sec_ci[1] / b.batches_per_sec_ci[0]
-    return Ratio(a.batches_per_sec / b.batches_per_sec, low, high)
+    if a_ci and b_ci and b_ci[0] > 0:
+        low = a_ci[0] / b_ci[1]
+        high = a_ci[1] / b_ci[0]
+    return Ratio(a / b, low, high)
 
 
 def summary_from_dict(d: dict[str, Any]) -> ModeSummary:

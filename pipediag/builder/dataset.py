@@ -32,7 +32,7 @@ def require_dataset(obj: Any, what: str = "dataset builder") -> Any:
     got = type(obj).__name__
     hint = "return the tf.data.Dataset itself"
     if got in ("list", "tuple", "ndarray") or hasattr(obj, "__array__"):
-        hint += f"; wrap in-memory data with tf.data.Dataset.from_tensor_slices(...).batch(N)"
+        hint += "; wrap in-memory data with tf.data.Dataset.from_tensor_slices(...).batch(N)"
     elif hasattr(obj, "__iter__"):
         hint += "; wrap a Python generator with tf.data.Dataset.from_generator(...)"
     raise UsageError(f"the {what} returned a {got}, not a tf.data.Dataset", hint)

@@ -218,16 +218,28 @@ class PipelineGraph:
         """The pipeline as a Dataset again, with the original element structure."""
         return self._build(self.graph_def, self.element_spec)
 
-    def cut(self, name: str):
-        """The pipeline up to and including `name`, as a Dataset of flat tensors."""
+    def cut(self, name: str, structure=None):
+        """The pipeline up to and including `name`, as a Dataset: of flat tensors, or of
+        `structure` (an element spec) when the caller knows how that stage's elements nest."""
         graph = self.copy()
         graph._retval.input[0] = name
         graph._gc()
-        return self._build(graph.graph_def, self.flat_spec(name))
+        return self._build(graph.graph_def, self.flat_spec(name) if structure is None else structure)
+
+    def upstream(self, name: str) -> list[str]:
+        """The main chain from the source up to and including `name`."""
+        chain = self.chain()
+        if name not in chain:
+            raise GraphError(f"{name} is not on the pipeline's main chain")
+        return chain[: chain.index(name) + 1]
 
     def flat_spec(self, name: str):
         node = self.nodes[name]
-        types = list(node.attr["output_types"].list.type)
+        # Reading a missing key of a proto map would insert it; TensorSliceDataset says Toutput_types.
+        type_key = "output_types" if "output_types" in node.attr else "Toutput_types"
+        if type_key not in node.attr or "output_shapes" not in node.attr:
+            raise GraphError(f"{node.op} does not declare its output types")
+        types = list(node.attr[type_key].list.type)
         shapes = list(node.attr["output_shapes"].list.shape)
         specs = tuple(
             tf.TensorSpec(tf.TensorShape(shape), tf.dtypes.as_dtype(dtype)) for dtype, shape in zip(types, shapes)
@@ -272,22 +284,43 @@ class PipelineGraph:
             if not ref.startswith("^") and _input_name(ref) == name
         ]
 
-    def splice_over(self, name: str, transform: Callable[[object], object], label: str) -> str:
+    def splice_over(self, name: str, transform: Callable[[object], object], label: str,
+                    keep_upstream: bool = True) -> str:
         """Put `transform(cut at name)` where `name` was: every consumer of `name` now reads the
         transformed output. Returns the new node's name. Used to insert cache, prefetch, or any
         transformation the tf.data Python API can express."""
-        base = self.cut(name)
-        changed = transform(base)
+        return self.splice(name, name, transform, label, keep_upstream=keep_upstream)
+
+    def splice(self, base: str, replace: str, transform: Callable[[object], object], label: str, *,
+               structure=None, keep_upstream: bool = True) -> str:
+        """Every consumer of `replace` reads `transform(cut at base)` instead; stages between
+        `base` and `replace` drop out. Returns the new output node's name.
+
+        keep_upstream: the transform builds on the dataset it is given, so the pipeline up to
+        `base` keeps its nodes (and their names: later edits can still find them) and only the
+        new nodes are copied in. False: the transform replaces everything up to `replace` (e.g.
+        a file reader rebuilt as an interleave), and its whole graph is copied in.
+        """
+        ours = self.upstream(base)
+        changed = transform(self.cut(base, structure))
         self._keep_alive.append(changed)
         other = PipelineGraph.from_dataset(changed)
+        barrier = None
+        if keep_upstream:
+            theirs = other.chain()
+            same = len(theirs) > len(ours) and [self.nodes[n].op for n in ours] == [
+                other.nodes[n].op for n in theirs[: len(ours)]
+            ]
+            if not same:
+                raise GraphError(f"the {label} transformation does not build on the pipeline it was given")
+            barrier = theirs[len(ours) - 1]
+        new_nodes = other._ancestors(other._retval.name, barrier)
         prefix = self.fresh_name(label)
-        renamed = {}
+        renamed = {n: f"{prefix}/{n}" for n in new_nodes if other.nodes[n].op != "_Retval"}
+        if barrier is not None:
+            renamed[barrier] = base
         for node in other.graph_def.node:
-            if node.op == "_Retval":
-                continue
-            renamed[node.name] = f"{prefix}/{node.name}"
-        for node in other.graph_def.node:
-            if node.op == "_Retval":
+            if node.name not in new_nodes or node.op == "_Retval":
                 continue
             new = self.graph_def.node.add()
             new.CopyFrom(node)
@@ -304,13 +337,25 @@ class PipelineGraph:
         for gradient in other.graph_def.library.gradient:
             self.graph_def.library.gradient.add().CopyFrom(gradient)
         new_output = renamed[other.output]
-        for node, i in self.consumers(name):
+        for node, i in self.consumers(replace):
             if node.name.startswith(prefix + "/"):
                 continue
             node.input[i] = new_output
         self._reindex()
         self._gc()
         return new_output
+
+    def _ancestors(self, start: str, barrier: str | None) -> set[str]:
+        """`start` and every node it depends on, not looking past `barrier` (which is left out)."""
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            name = todo.pop()
+            if name in seen or name == barrier or name not in self.nodes:
+                continue
+            seen.add(name)
+            todo.extend(_input_name(ref) for ref in self.nodes[name].input)
+        return seen
 
     def _gc(self) -> None:
         """Drop the nodes the output no longer depends on."""

@@ -101,6 +101,9 @@ class Stage:
     source_files: int | None = None  # for readers whose file list is in the graph
     buffer_size: int | None = None  # shuffle / prefetch buffers; batch size for batch
     reader: str | None = None  # the file reader op a source stage runs, e.g. TFRecordDatasetV2
+    # Filled in by the anatomy (modes.waterfall), None until then or where unknown:
+    cardinality: int | str | None = None  # elements the pipeline up to here yields: int, "infinite", "unknown"
+    bytes_per_element: float | None = None  # mean of a few sampled elements (a batch, after batching)
 
     @property
     def label(self) -> str:

@@ -51,6 +51,8 @@ def register(sub) -> None:
                    "(default: tfds' own); nothing is ever downloaded")
     d.add_argument("--split", help="tfds:NAME targets: the split to read (default: train)")
     d.add_argument("--ram-budget-mb", type=positive_int, help="most memory a cache may take (default: half of free)")
+    d.add_argument("--thorough", action="store_true", help="longer windows for the per-stage anatomy and the "
+                   "per-change ablation, plus all-but-one ablation runs (slower)")
     add_output_arguments(d, save_alias=True)
 
 
@@ -98,6 +100,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     options.update(
         stop_rule=StopRule(max_seconds=args.max_seconds),
         ram_budget_bytes=args.ram_budget_mb * 2**20 if args.ram_budget_mb else None,
+        thorough=args.thorough,
         label=label,
     )
     if args.quiet:

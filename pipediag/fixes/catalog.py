@@ -30,6 +30,8 @@ def title(kind: str, stage: str | None, framework: str | None = None) -> str:
         return "Compile the step with torch.compile (fused kernels, CUDA graphs)"
     if kind == "allocator" and framework == "torch":
         return "Let PyTorch's allocator grow segments instead of fragmenting (expandable_segments)"
+    if stage and kind in _STAGE_TITLES:
+        return _STAGE_TITLES[kind](stage)
     return {
         "prefetch": "Overlap input with the step: end the pipeline with prefetch(AUTOTUNE)",
         "parallel_map": f"Run{where} in parallel: it runs on one core",
@@ -46,6 +48,23 @@ def title(kind: str, stage: str | None, framework: str | None = None) -> str:
         "gradient_accumulation": "Accumulate gradients over smaller batches (same effective batch, less memory)",
         "allocator": "Let JAX use more of the GPU's memory (it reserves 75% by default)",
     }[kind]
+
+
+# Titles that start from the user's own stage: "`map(decode_example)` runs on one core: ...".
+_STAGE_TITLES = {
+    "parallel_map": lambda s: f"`{s}` runs on one core: add num_parallel_calls=tf.data.AUTOTUNE",
+    "interleave": lambda s: (f"`{s}` runs serially: add num_parallel_calls=tf.data.AUTOTUNE" if s.startswith("interleave")
+                             else f"`{s}` reads its files one after another: read several at once"),
+    "cache": lambda s: f"`{s}` redoes the same deterministic work every epoch: cache() after it",
+    "vectorize_map": lambda s: f"`{s}` runs once per element: batch first, then map whole batches",
+    "snapshot": lambda s: f"`{s}`'s output does not fit in memory: snapshot() it to disk",
+}
+
+
+def _size(nbytes) -> str:
+    if nbytes is None:
+        return ""
+    return f"~{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"~{nbytes / 2**20:.0f} MiB"
 
 
 def code(kind: str, stage: str | None, **details) -> str:
@@ -66,9 +85,13 @@ def code(kind: str, stage: str | None, **details) -> str:
     if kind == "cache":
         return f"ds = ds.{stage or 'map(...)'}.cache()  # before the first random step; in memory"
     if kind == "vectorize_map":
-        return f"ds = ds.batch(batch_size).map({fn}, num_parallel_calls=tf.data.AUTOTUNE)  # {fn} must accept a batch"
+        size = details.get("batch_size") or "batch_size"
+        return (f"ds = ds.batch({size}).map({fn}, num_parallel_calls=tf.data.AUTOTUNE)\n"
+                f"# instead of .map({fn}).batch({size}): {fn} now gets whole batches")
     if kind == "snapshot":
-        return f"ds = ds.{stage or 'map(...)'}.snapshot('/fast/disk/snapshot_dir')  # filled once, then read back"
+        size = _size(details.get("estimated_bytes"))
+        note = f"{size} on disk, " if size else ""
+        return f"ds = ds.{stage or 'map(...)'}.snapshot('/fast/disk/snapshot_dir')  # {note}written once, then read back"
     if kind == "tf_data_service":
         return (
             "ds = ds.apply(tf.data.experimental.service.distribute(\n"

@@ -1,10 +1,13 @@
-"""From the verdict and the tuned mode's result to a list of fixes, each saying what backs it.
+"""From the verdict and the tuned mode's results to a list of fixes, each saying what backs it.
 
-A fix is *measured* when the tuned mode applied it and ran faster than the user's pipeline with
-non-overlapping 95% intervals; the speedup shown is that measurement (shared by the changes
-that were applied together). Changes that were applied but gained nothing are not recommended:
-they are listed as tried. A fix that pipediag could not measure says so in `basis`, and is
-offered only when a measurement points at it (the verdict, the CPU pattern, a size estimate).
+A fix is *measured* when a run with that change made training faster than the user's pipeline,
+the 95% intervals apart and by at least 5%. With the ablation, that run is the change alone, so
+each fix carries its own speedup (and the report gives all changes together beside it). Without
+one (a single change, or an old report), the tuned mode's speedup is shared by the changes it
+applied, and the basis says so. Changes that were applied but gained nothing are not
+recommended: they are listed as tried. A fix that pipediag could not measure says so in
+`basis`, and is offered only when a measurement points at it (the verdict, the CPU pattern, a
+size estimate).
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pipediag.analysis.modes import ModeSummary, rate_ratio
+from pipediag.analysis.ablation import MIN_GAIN, Ablation, ChangeEffect, classify
+from pipediag.analysis.modes import Ratio, ModeSummary, rate_ratio
 from pipediag.fixes import catalog
 from pipediag.modes.changes import Change
 from pipediag.verdict.rules import GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, Verdict
 from pipediag.verdict.thresholds import INPUT_WAIT_HIGH
 
-MIN_GAIN = 1.05  # a tuned gain below 5% is not worth a change, even when significant
+__all__ = ["MIN_GAIN", "Fix", "Recommendation", "recommend"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,24 @@ class Recommendation:
     tried: tuple[Change, ...]  # applied in the tuned mode without a measurable gain
 
 
+def _interval(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f" (95%: {ci[0]:.2f}-{ci[1]:.2f}x)"
+
+
+def _without(effect: ChangeEffect) -> Ratio | None:
+    if effect.without_speedup is None:
+        return None
+    low, high = effect.without_ci if effect.without_ci is not None else (None, None)
+    return Ratio(effect.without_speedup, low, high)
+
+
+def _alone_basis(effect: ChangeEffect, together: Ratio | None, applied: int) -> str:
+    text = f"measured alone: training ran {effect.speedup:.2f}x the original{_interval(effect.speedup_ci)}"
+    if together is not None and applied > 1:
+        text += f"; all {applied} changes together: {together.value:.2f}x"
+    return text
+
+
 def recommend(
     verdict: Verdict,
     modes: dict[str, ModeSummary | None],
@@ -66,32 +88,59 @@ def recommend(
     gpu_present: bool,
     tf_gpu_without_memory_growth: bool = False,
     framework: str | None = None,
+    ablation: Ablation | None = None,
 ) -> Recommendation:
     """`framework`: the step's (jax, torch, tensorflow), so fixes to the step are written for it."""
     fw = framework if framework in ("jax", "torch") else "tensorflow"
     pipeline, tuned = modes.get("pipeline"), modes.get("tuned")
     applied = [c for c in changes if c.applied]
-    gain = rate_ratio(tuned, pipeline)
-    measured = gain is not None and gain.clearly_above_one and gain.value >= MIN_GAIN
+    together = rate_ratio(tuned, pipeline)
+    together_gain = classify(together) == "gain"
+    effects = {c.key: ablation.effect(c.key) for c in applied} if ablation is not None else {}
+    gains = [c for c in applied if effects.get(c.key) is not None and effects[c.key].effect == "gain"
+             and effects[c.key].basis == "alone"]
+    # A change that gains nothing alone may still matter on top of the others (a prefetch once
+    # the map is parallel): the together run against the run without it says so.
+    on_top = [c for c in applied if c not in gains and effects.get(c.key) is not None
+              and classify(_without(effects[c.key])) == "gain"]
+    measured = bool(gains) or bool(on_top) or together_gain
     fixes: list[Fix] = []
     tried: tuple[Change, ...] = ()
 
     if verdict.bottleneck == "input" or measured:
-        if measured:
-            together = f" (measured together with {len(applied) - 1} other change(s))" if len(applied) > 1 else ""
+        if gains or on_top:
+            for c in sorted(gains, key=lambda c: effects[c.key].speedup, reverse=True):
+                e = effects[c.key]
+                fixes.append(_fix(c.kind, c.stage, _alone_basis(e, together, len(applied)), e.speedup, e.speedup_ci,
+                                  **c.details))
+            for c in sorted(on_top, key=lambda c: effects[c.key].without_speedup, reverse=True):
+                e = effects[c.key]
+                alone = "" if e.speedup is None else f"; alone {e.speedup:.2f}x"
+                fixes.append(_fix(c.kind, c.stage, f"measured on top of the other changes: all together ran "
+                                  f"{e.without_speedup:.2f}x the run without it{_interval(e.without_ci)}{alone}",
+                                  e.without_speedup, e.without_ci, **c.details))
+            tried = tuple(c for c in applied if c not in gains and c not in on_top)
+        elif together_gain:
+            alone_runs = any(e is not None and e.basis == "alone" for e in effects.values())
+            if len(applied) == 1:
+                note = ""
+            elif alone_runs:
+                note = f" (all {len(applied)} changes together; alone, none gained clearly)"
+            else:
+                note = f" (measured together with {len(applied) - 1} other change(s))"
             for c in applied:
                 fixes.append(
                     _fix(
                         c.kind, c.stage,
-                        f"measured: the tuned pipeline ran {gain.value:.2f}x the original{together}",
-                        gain.value, (gain.low, gain.high), **c.details,
+                        f"measured: the tuned pipeline ran {together.value:.2f}x the original{note}",
+                        together.value, (together.low, together.high), **c.details,
                     )
                 )
         else:
             tried = tuple(applied)
         for c in changes:
             if c.kind == "cache" and not c.applied and c.reason and "snapshot" in c.reason:
-                fixes.append(_fix("snapshot", c.stage, f"not measured: {c.reason}"))
+                fixes.append(_fix("snapshot", c.stage, f"not measured: {c.reason}", **c.details))
         still_waiting = tuned is not None and (tuned.input_wait_frac or 0) >= INPUT_WAIT_HIGH
         saturated = verdict.cpu_pattern is not None and verdict.cpu_pattern.kind == "saturated"
         if verdict.bottleneck == "input" and saturated and (still_waiting or not measured):

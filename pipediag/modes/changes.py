@@ -20,6 +20,11 @@ class Change:
     reason: str | None = None  # why it was left out, when it was
     details: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def key(self) -> str:
+        """Names this change among the others (a kind applies at most once per stage)."""
+        return f"{self.kind}@{self.node or 'pipeline'}"
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -56,16 +56,18 @@ class DlpackTensor:
 
 def as_dlpack(batch: Any) -> Any:
     return tf.nest.map_structure(DlpackTensor, batch)
+FIRST_BATCHES_KEPT = 3  # for comparing a rewritten pipeline's output with the original's
 
 
 class BatchFeed:
-    def __init__(self, dataset, batch_format: str = "tf"):
+    def __init__(self, dataset, batch_format: str = "tf", keep_first: int = FIRST_BATCHES_KEPT):
         self.dataset = dataset
         self.as_numpy = batch_format == "numpy"
         self.as_dlpack = batch_format == "dlpack"
         self.restarts = 0
         self.batches = 0
-        self.first: Any = None
+        self.firsts: list[Any] = []  # the first `keep_first` batches of the first pass
+        self._keep = keep_first
         self._iterator = self._new()
 
     def _new(self):
@@ -91,8 +93,8 @@ class BatchFeed:
                     "a pipeline that is empty on its second pass (a one-shot generator?) cannot be timed; "
                     "make the builder's generator re-iterable",
                 ) from None
-        if self.batches == 0:
-            self.first = batch
+        if len(self.firsts) < self._keep and self.restarts == 0:
+            self.firsts.append(batch)
         self.batches += 1
         return batch
 

@@ -1,30 +1,53 @@
 """Building the tuned pipeline: the user's own graph with pipediag's changes applied.
 
-The rules in `tuning_rules` decide; this module edits the graph (`builder.graph`) and fills the
-cache once, timed, before the tuned mode starts, so the mode measures the steady state a second
-epoch would see.
+Two steps. `plan_tuning` decides (with the rules in `tuning_rules`) which changes could apply,
+estimates the cache, and checks batch-before-map candidates on real data. `build` then applies
+any subset of the planned changes to a copy of the graph (the ablation builds each change alone,
+then all that held up together) and fills a cache once, timed, so a mode measures the steady
+state a second epoch would see. `tune` does both for all planned changes.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pipediag.backends.tf import tf
 from pipediag.builder.dataset import INFINITE, UNKNOWN, cardinality
+from pipediag.builder.functions import UserFunction, user_functions
 from pipediag.builder.graph import GraphError, PipelineGraph
 from pipediag.builder.stages import Stage
 from pipediag.modes import tuning_rules as rules
 from pipediag.modes.changes import Change
+from pipediag.modes.checks import compare_values
 
 _SAMPLE_ELEMENTS = 4
+VECTORIZE_CHECK_BATCHES = 3
+VECTORIZE_CHECK_SECONDS = 5.0  # a check that would take longer is skipped (and said so)
+
+
+@dataclass
+class TuningPlan:
+    """What could be changed in the user's pipeline; `build` applies any subset of it."""
+
+    dataset: object
+    graph: PipelineGraph | None  # None: the graph could not be read; options and prefetch only
+    stages: list[Stage]
+    facts: rules.TuningFacts
+    changes: list[Change]  # applied=True: a candidate; otherwise left out, with the reason
+    functions: dict[str, UserFunction] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def candidates(self) -> list[Change]:
+        return [c for c in self.changes if c.applied]
 
 
 @dataclass
 class TunedPipeline:
     dataset: object
-    changes: list[Change]
+    changes: list[Change]  # every planned change; applied=True for those in this pipeline
     stages_before: list[Stage]
     cache_fill_ns: int | None = None
     notes: list[str] = field(default_factory=list)
@@ -126,6 +149,125 @@ def _estimate_cache(graph: PipelineGraph, point: Stage, final_batches: int | str
     return rules.CacheEstimate(point.node, int(elements), per_element, fill)
 
 
+def plan_tuning(
+    dataset,
+    facts: rules.TuningFacts,
+    *,
+    input_batches_per_sec: float | None,
+) -> TuningPlan:
+    """Decide the changes for the user's pipeline. Never raises for a pipeline whose graph cannot
+    be read: the plan then holds only a final prefetch, applied through the Python API."""
+    try:
+        graph = PipelineGraph.from_dataset(dataset)
+        stages = graph.stages()
+    except GraphError as error:
+        change = Change("prefetch", None, None, "prefetch(AUTOTUNE) at the end", applied=True)
+        return TuningPlan(dataset, None, [], facts, [change, rules.threading_change(facts)],
+                          notes=[f"graph not editable, options only: {error}"])
+
+    changes: list[Change] = []
+    changes += rules.parallel_map_changes(stages, facts)
+    changes += rules.interleave_changes(stages)
+    cache = None
+    point = rules.cache_point(stages)
+    if point is not None:
+        estimate = _estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, stages)
+        cache = rules.cache_change(point, estimate, facts)
+        changes.append(cache)
+    functions = user_functions(dataset)
+    for change in rules.vectorize_changes(stages, cache):
+        changes.append(_check_vectorize(graph, change, functions) if change.applied else change)
+    changes.append(rules.prefetch_change(stages))
+    changes.append(rules.threading_change(facts))
+    return TuningPlan(dataset, graph, stages, facts, changes, functions)
+
+
+def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = time.monotonic_ns) -> TunedPipeline:
+    """The user's pipeline with the planned changes named by `keys` (Change.key) applied.
+
+    Order matters only for node names, and splices keep the names upstream of them: in-place
+    edits of a stage (parallel map, parallel interleave) first, then the file interleave and
+    batch-before-map, then the cache (filled here, once, timed), then the final prefetch."""
+    wanted = set(keys)
+    chosen = {c.key: c for c in plan.changes if c.applied and c.key in wanted}
+    result: dict[str, Change] = {}
+
+    def outcome(change: Change) -> None:
+        result[change.key] = change
+
+    if plan.graph is None:
+        tuned = plan.dataset
+        if any(c.kind == "prefetch" for c in chosen.values()):
+            tuned = tuned.prefetch(tf.data.AUTOTUNE)
+        threading = next((c for c in chosen.values() if c.kind == "threading"), None)
+        tuned = tuned.with_options(_options(threading is not None))
+        return TunedPipeline(tuned, _merge(plan, chosen, chosen), [], None, list(plan.notes))
+
+    graph = plan.graph.copy()
+    stages = {s.node: s for s in plan.stages}
+    for change in chosen.values():
+        if change.kind == "parallel_map":
+            _make_parallel_map(graph, change.node)
+            outcome(change)
+        elif change.kind == "interleave" and stages[change.node].kind == "interleave":
+            _make_parallel_interleave(graph, change.node)
+            outcome(change)
+        elif change.kind == "interleave" and stages[change.node].op == "FlatMapDataset":
+            stage = stages[change.node]
+            _flat_map_to_interleave(graph, change.node, cycle_length=min(stage.source_files, 2 * plan.facts.cores))
+            outcome(change)
+    for change in chosen.values():
+        try:
+            if change.kind == "interleave" and change.key not in result:
+                transform = _file_interleave(graph, stages[change.node], plan.facts.cores)
+                graph.splice_over(change.node, transform, "interleave", keep_upstream=False)
+                outcome(change)
+            elif change.kind == "vectorize_map":
+                _vectorize(graph, change, plan.functions)
+                outcome(change)
+        except GraphError as error:
+            outcome(change.skipped(str(error)))
+
+    cache_fill_ns = None
+    cache = next((c for c in chosen.values() if c.kind == "cache"), None)
+    if cache is not None:
+        if cache.node not in graph.nodes:
+            outcome(cache.skipped("its stage was rewritten by another change"))
+        else:
+            without_cache = graph.copy()
+            cached = graph.splice_over(cache.node, lambda d: d.cache(), "cache")
+            limit_s = 2 * plan.facts.fill_budget_seconds
+            cache_fill_ns = _fill(graph.cut(cached), limit_s, clock_ns)
+            if cache_fill_ns is None:
+                graph = without_cache
+                outcome(cache.skipped(f"filling it took over {limit_s:.0f} s; stopped"))
+            else:
+                outcome(Change(**{**cache.to_dict(), "details": {**cache.details, "fill_ns": cache_fill_ns}}))
+
+    prefetch = next((c for c in chosen.values() if c.kind == "prefetch"), None)
+    if prefetch is not None:
+        graph.splice_over(graph.output, lambda d: d.prefetch(tf.data.AUTOTUNE), "prefetch")
+        outcome(prefetch)
+    threading = next((c for c in chosen.values() if c.kind == "threading"), None)
+    if threading is not None:
+        outcome(threading)
+    tuned = graph.to_dataset().with_options(_options(threading is not None))
+    return TunedPipeline(tuned, _merge(plan, chosen, result), plan.stages, cache_fill_ns, list(plan.notes))
+
+
+def _merge(plan: TuningPlan, chosen: dict[str, Change], result: dict[str, Change]) -> list[Change]:
+    """Every planned change, marked applied only where this build applied it."""
+    out = []
+    for c in plan.changes:
+        if c.key in result:
+            out.append(result[c.key])
+        elif c.applied and c.key not in chosen:
+            out.append(c.skipped("not part of this variant"))
+        else:
+            out.append(c)
+    return out
+
+
 def tune(
     dataset,
     facts: rules.TuningFacts,
@@ -133,60 +275,99 @@ def tune(
     input_batches_per_sec: float | None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
 ) -> TunedPipeline:
-    """The user's pipeline with the changes the rules allow. Never raises for a pipeline whose
-    graph cannot be edited: it falls back to options and a final prefetch, and says so."""
+    """The user's pipeline with every change the rules allow, applied together."""
+    plan = plan_tuning(dataset, facts, input_batches_per_sec=input_batches_per_sec)
+    return build(plan, [c.key for c in plan.candidates], clock_ns)
+
+
+def _batch_args(graph: PipelineGraph, batch_node: str) -> tuple[int, bool]:
+    inputs = graph.data_inputs(batch_node)
+    size = graph.const_value(inputs[1])
+    drop = graph.const_value(inputs[-1])
+    if size is None or drop is None:
+        raise GraphError("the batch size or drop_remainder of the batch stage is not a constant")
+    return int(size), bool(drop)
+
+
+def _vectorized(function: UserFunction, batch_size: int, drop_remainder: bool) -> Callable[[object], object]:
+    def transform(ds):
+        return ds.batch(batch_size, drop_remainder=drop_remainder).map(
+            function.python, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+        )
+
+    return transform
+
+
+def _map_function(graph: PipelineGraph, change: Change, functions: dict[str, UserFunction]) -> UserFunction:
+    names = graph.node_functions(change.node)
+    function = next((functions[n] for n in names if n in functions), None)
+    if function is None:
+        raise GraphError(f"pipediag cannot reach the Python function behind {change.stage} "
+                         "(a dataset rebuilt from a graph keeps only the traced function)")
+    return function
+
+
+def _vectorize(graph: PipelineGraph, change: Change, functions: dict[str, UserFunction]) -> None:
+    """Batch first, then the user's function on whole batches, where map(f) → batch(n) was."""
+    function = _map_function(graph, change, functions)
+    batch_node = change.details["batch_node"]
+    size, drop = _batch_args(graph, batch_node)
+    base = graph.data_inputs(change.node)[0].split(":")[0]
+    graph.splice(base, batch_node, _vectorized(function, size, drop), "vectorize",
+                 structure=function.input_structure)
+
+
+def _check_vectorize(graph: PipelineGraph, change: Change, functions: dict[str, UserFunction]) -> Change:
+    """Does the user's function give the same values on whole batches? Checked on the first
+    few batches' worth of the real input to the map, taken once and cached, so both versions see
+    the same elements even when the pipeline upstream is random."""
     try:
-        graph = PipelineGraph.from_dataset(dataset)
-        stages = graph.stages()
+        function = _map_function(graph, change, functions)
+        size, drop = _batch_args(graph, change.details["batch_node"])
+        base = graph.data_inputs(change.node)[0].split(":")[0]
+        sample = graph.cut(base, function.input_structure).take(VECTORIZE_CHECK_BATCHES * size).cache()
+        # Fill the cache (both versions below read these same elements); an abandoned fill is discarded.
+        if _take_all(sample, VECTORIZE_CHECK_SECONDS) is None:
+            return change.skipped(f"checking it would take over {VECTORIZE_CHECK_SECONDS:.0f} s (slow input to the map)")
+        per_element = sample.map(function.python).batch(size, drop_remainder=drop)
+        batched = _vectorized(function, size, drop)(sample)
+        if not batched.element_spec == per_element.element_spec and not _compatible(
+                batched.element_spec, per_element.element_spec):
+            return change.skipped(f"on a batch, {change.details['function']} gives differently shaped results")
+        expected = _take_all(per_element, VECTORIZE_CHECK_SECONDS)
+        if expected is None:
+            return change.skipped(f"checking it would take over {VECTORIZE_CHECK_SECONDS:.0f} s (a slow function)")
+        got = list(batched)
     except GraphError as error:
-        fallback = dataset.prefetch(tf.data.AUTOTUNE).with_options(_options(facts, latency=False))
-        change = Change("prefetch", None, None, "prefetch(AUTOTUNE) at the end", applied=True)
-        return TunedPipeline(fallback, [change], [], notes=[f"graph not editable, options only: {error}"])
+        return change.skipped(str(error))
+    except (tf.errors.OpError, ValueError, TypeError) as error:
+        first = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+        return change.skipped(f"{change.details['function']} does not accept a batch: {type(error).__name__}: {first}")
+    verdict = compare_values(expected, got)
+    if verdict is None:
+        return change.skipped(f"on a batch, {change.details['function']} gives different values than element by element")
+    n = len(expected)
+    check = f"checked on the first {n} batch(es) of real input: {verdict}"
+    return Change(**{**change.to_dict(), "details": {**change.details, "batch_size": size, "check": check}})
 
-    changes: list[Change] = []
-    for change in rules.parallel_map_changes(stages, facts):
-        if change.applied:
-            _make_parallel_map(graph, change.node)
-        changes.append(change)
-    for change in rules.interleave_changes(stages):
-        if change.applied:
-            stage = next(s for s in stages if s.node == change.node)
-            try:
-                if stage.kind == "interleave":
-                    _make_parallel_interleave(graph, change.node)
-                elif stage.op == "FlatMapDataset":
-                    _flat_map_to_interleave(graph, change.node, cycle_length=min(stage.source_files, 2 * facts.cores))
-                else:
-                    graph.splice_over(change.node, _file_interleave(graph, stage, facts.cores), "interleave")
-            except GraphError as error:
-                change = change.skipped(str(error))
-        changes.append(change)
 
-    cache_fill_ns = None
-    point = rules.cache_point(graph.stages())
-    if point is not None:
-        estimate = _estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, graph.stages())
-        change = rules.cache_change(point, estimate, facts)
-        if change.applied:
-            without_cache = graph.copy()
-            cached = graph.splice_over(point.node, lambda d: d.cache(), "cache")
-            cache_fill_ns = _fill(graph.cut(cached), 2 * facts.fill_budget_seconds, clock_ns)
-            if cache_fill_ns is None:
-                graph = without_cache
-                change = change.skipped(f"filling it took over {2 * facts.fill_budget_seconds:.0f} s; stopped")
-            else:
-                change = Change(**{**change.to_dict(), "details": {**change.details, "fill_ns": cache_fill_ns}})
-        changes.append(change)
+def _take_all(dataset, limit_s: float) -> list | None:
+    """Every element of a (short) dataset, or None when that takes longer than limit_s."""
+    start = time.monotonic()
+    out = []
+    for element in dataset:
+        out.append(element)
+        if time.monotonic() - start > limit_s:
+            return None
+    return out
 
-    prefetch = rules.prefetch_change(graph.stages())
-    if prefetch.applied:
-        graph.splice_over(graph.output, lambda d: d.prefetch(tf.data.AUTOTUNE), "prefetch")
-    changes.append(prefetch)
 
-    threading = rules.threading_change(facts)
-    changes.append(threading)
-    tuned = graph.to_dataset().with_options(_options(facts, latency=threading.applied))
-    return TunedPipeline(tuned, changes, stages, cache_fill_ns)
+def _compatible(a, b) -> bool:
+    try:
+        tf.nest.assert_same_structure(a, b)
+    except (TypeError, ValueError):
+        return False
+    return all(x.is_compatible_with(y) for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b)))
 
 
 def _fill(cached_cut, limit_s: float, clock_ns: Callable[[], int]) -> int | None:
@@ -199,7 +380,7 @@ def _fill(cached_cut, limit_s: float, clock_ns: Callable[[], int]) -> int | None
     return clock_ns() - start
 
 
-def _options(facts: rules.TuningFacts, latency: bool):
+def _options(latency: bool):
     options = tf.data.Options()
     options.autotune.enabled = True
     if latency:

@@ -15,6 +15,11 @@ Pure: stages in, `Change`s out. The rules, and why:
 - A final `prefetch(AUTOTUNE)` is added when the pipeline does not end with one.
 - When the CPUs sat idle while the step waited for input (latency-bound reads), the private
   threadpool is raised so AUTOTUNE can run more calls in flight than there are cores.
+- A deterministic `map` directly followed by `batch` may run on whole batches instead (batch
+  first, then map: one call per batch instead of one per element). Offered only for maps that
+  draw no random numbers (per-batch draws would differ from per-element ones), call no Python
+  and write no state, and whose output is not cached anyway (cached work is done once). Whether
+  the function really is element-wise is checked on real data by the TensorFlow side.
 """
 
 from __future__ import annotations
@@ -172,3 +177,40 @@ def threading_change(facts: TuningFacts) -> Change:
     if not facts.latency_bound:
         return change.skipped("the CPUs were busy while the step waited: more threads than cores would not help")
     return change
+
+
+VECTORIZE_BATCH_OPS = ("BatchDatasetV2", "ParallelBatchDataset")
+
+
+def vectorize_changes(stages: list[Stage], cache: Change | None = None) -> list[Change]:
+    """Batch-before-map candidates: a map directly followed by a plain batch. Applied ones still
+    need the TensorFlow-side check (the function must accept a batch and give the same values)."""
+    cached_upto = None
+    if cache is not None and cache.applied:
+        cached_upto = next((s.index for s in stages if s.node == cache.node), None)
+    changes = []
+    for s, after in zip(stages, stages[1:]):
+        if s.kind not in ("map", "parallel_map") or after.op not in VECTORIZE_BATCH_OPS or not s.function:
+            continue
+        size = after.buffer_size
+        change = Change(
+            kind="vectorize_map",
+            stage=s.label,
+            node=s.node,
+            description=f"{after.label} before {s.label}: {s.function} runs once per batch instead of once per element",
+            applied=True,
+            details={"batch_node": after.node, "batch_size": size, "function": s.function},
+        )
+        if s.is_random:
+            changes.append(change.skipped("it draws random numbers: one draw per batch would differ from one per element"))
+        elif s.has_py_function:
+            changes.append(change.skipped("it calls Python (tf.py_function), which cannot take a whole batch for it"))
+        elif s.writes_state:
+            changes.append(change.skipped("its function writes state"))
+        elif size is None or size <= 0:
+            changes.append(change.skipped(f"the batch size of {after.label} is not a constant"))
+        elif cached_upto is not None and s.index <= cached_upto:
+            changes.append(change.skipped("its output is cached: its work is done once, not every epoch"))
+        else:
+            changes.append(change)
+    return changes

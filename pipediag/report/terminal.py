@@ -127,6 +127,74 @@ def gpu_table(d: Diagnosis) -> Table | None:
     return table
 
 
+def _bytes(n: float | None) -> str:
+    if n is None:
+        return "—"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _stage_flags(stage) -> str:
+    flags = []
+    if stage.parallelism is not None:
+        flags.append("parallel AUTOTUNE" if stage.parallelism == -1 else
+                     ("serial" if stage.parallelism == 1 else f"parallel {stage.parallelism}"))
+    if stage.is_random:
+        flags.append("random")
+    if stage.has_py_function:
+        flags.append("Python")
+    if stage.writes_state:
+        flags.append("writes state")
+    if stage.source_files:
+        flags.append(f"{stage.source_files} files")
+    return ", ".join(flags)
+
+
+def _length(cardinality) -> str:
+    return {None: "—", "infinite": "∞", "unknown": "?"}.get(cardinality, str(cardinality))
+
+
+def anatomy_table(d: Diagnosis) -> RenderableType | None:
+    """The waterfall: each stage's rate in batches/s of the final pipeline, and the slow stage."""
+    a = d.anatomy
+    if a is None:
+        return None
+    stages = {s.index: s for s in d.stages}
+    table = Table(title="Anatomy: the pipeline cut after each stage, iterated alone", title_justify="left",
+                  expand=False, pad_edge=False)
+    table.add_column("stage", justify="left", overflow="fold")
+    for name in ("batches/s ±95%", "+ms", "share", "length", "size/el"):
+        table.add_column(name, justify="right", no_wrap=True)
+    untimed = []
+    for row in a.rows:
+        stage = stages.get(row.index)
+        name = Text(row.label, style="bold yellow" if row.index == a.bottleneck_index else "")
+        flags = _stage_flags(stage) if stage is not None else ""
+        if row.index == a.bottleneck_index:
+            flags = "◀ slowest" + (f"; {flags}" if flags else "")
+        if flags:
+            name.append("\n  " + flags, style="yellow" if row.index == a.bottleneck_index else "dim")
+        rate = _num(row.batches_per_sec)
+        if row.batches_per_sec_ci is not None:
+            rate += f" ±{(row.batches_per_sec_ci[1] - row.batches_per_sec_ci[0]) / 2:.1f}"
+        if row.batches_per_sec is None and row.reason:
+            untimed.append(f"{row.label}: {row.reason}")
+        table.add_row(
+            name, rate, _num(row.added_ms_per_batch, "{:+.2f}"),
+            _num(None if row.share is None else 100 * row.share, "{:.0f}%"),
+            _length(None if stage is None else stage.cardinality),
+            _bytes(None if stage is None else stage.bytes_per_element),
+        )
+    caption = [f"rates: {a.unit_note}; +ms: time the stage adds to each batch"]
+    caption.append(("slow stage: " if a.bottleneck_stage else "no slow stage named: ") + a.reason)
+    caption += list(a.notes) + untimed
+    table.caption = "\n".join(caption)
+    table.caption_justify = "left"
+    return table
+
+
 def _gpu_notes(modes: list) -> list[str]:
     notes = []
     util_sources = sorted({m.gpu.util_source for m in modes if m.gpu and m.gpu.util_source})
@@ -200,13 +268,23 @@ def fixes_view(d: Diagnosis) -> RenderableType:
         parts.append(Syntax(fix.code, "python", theme="ansi_dark", background_color="default", padding=(0, 3)))
     if d.tuning:
         lines = Text("Tuned mode: ", style="bold")
+        ablation = d.ablation
+        if ablation is not None and ablation.together_speedup is not None:
+            lines.append(f"all applied changes together ×{ablation.together_speedup:.2f}", style="bold")
+            lines.append(" (training, vs pipeline mode)", style="dim")
         lines.append("\n")
         for c in d.tuning:
             mark, style = ("applied", "green") if c.applied else ("left out", "dim")
             lines.append(f"  [{mark}] ", style=style)
             lines.append(c.description)
+            effect = None if ablation is None else ablation.effect(c.key)
+            if effect is not None and effect.speedup is not None:
+                own = "alone" if effect.basis == "alone" else "the only change"
+                lines.append(f" — {own} ×{effect.speedup:.2f} ({effect.effect})", style="cyan")
             if c.reason:
                 lines.append(f" — {c.reason}", style="dim")
+            if c.details.get("check"):
+                lines.append(f" — {c.details['check']}", style="dim")
             lines.append("\n")
         if d.tuned_check:
             lines.append(f"  {d.tuned_check}\n", style="dim")
@@ -240,6 +318,9 @@ def render_diagnosis(d: Diagnosis) -> Group:
     metrics = metrics_line(d)
     if metrics is not None:
         parts.append(metrics)
+    anatomy = anatomy_table(d)
+    if anatomy is not None:
+        parts.append(anatomy)
     parts += [verdict_panel(d), fixes_view(d)]
     notes = notes_view(d)
     if notes is not None:

@@ -106,3 +106,43 @@ def test_tables_and_py_functions_survive_a_rebuild():
 )
 def test_function_label(name, label):
     assert function_label(name) == label
+
+
+def test_splice_keeps_the_names_of_the_stages_upstream():
+    ds = tf.data.Dataset.range(10).map(decode_example).map(augment).batch(4)
+    graph = PipelineGraph.from_dataset(ds)
+    before = [s.node for s in graph.stages()]
+    graph.splice_over(before[1], lambda d: d.cache(), "cache")
+    after = [s.node for s in graph.stages()]
+    assert after[:2] == before[:2] and after[3:] == before[2:]  # only the cache node is new
+    graph.splice_over(graph.output, lambda d: d.prefetch(2), "prefetch")
+    assert [s.node for s in graph.stages()][:5] == after
+
+
+def test_splice_replaces_a_stretch_of_stages():
+    ds = tf.data.Dataset.range(10).map(decode_example).batch(4)
+    graph = PipelineGraph.from_dataset(ds)
+    source, _, batch = [s.node for s in graph.stages()]
+    graph.splice(source, batch, lambda d: d.batch(4).map(decode_example), "vectorize")
+    assert [s.label for s in graph.stages()] == ["RangeDataset", "batch(4)", "map(decode_example)"]
+    assert [b.tolist() for b in graph.to_dataset().as_numpy_iterator()] == [b.tolist() for b in ds.as_numpy_iterator()]
+
+
+def test_cut_with_the_element_structure():
+    ds = tf.data.Dataset.from_tensor_slices({"a": np.arange(4), "b": np.arange(4) * 2}).batch(2)
+    graph = PipelineGraph.from_dataset(ds)
+    source = graph.stages()[0].node
+    assert set(next(iter(graph.cut(source, ds._input_dataset.element_spec)))) == {"a", "b"}
+
+
+def test_user_functions_are_found_by_their_graph_name():
+    from pipediag.builder.functions import user_functions
+
+    ds = tf.data.Dataset.range(10).map(decode_example).filter(lambda x: x > 2.0).batch(2)
+    found = user_functions(ds)
+    graph = PipelineGraph.from_dataset(ds)
+    map_stage = graph.stages()[1]
+    name = graph.node_functions(map_stage.node)[0]
+    assert found[name].python is decode_example
+    assert found[name].input_structure == tf.TensorSpec([], tf.int64)
+    assert len(found) == 2

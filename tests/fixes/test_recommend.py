@@ -1,5 +1,7 @@
 from dataclasses import replace
 
+import pytest
+
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.fixes import catalog
 from pipediag.fixes.recommend import recommend
@@ -111,3 +113,51 @@ def test_every_kind_has_a_title_and_code_in_every_framework():
         for kind in catalog.FIX_KINDS:
             assert catalog.title(kind, "map(f)", framework)
             assert catalog.code(kind, "map(f)", framework=framework)
+def ablation(alone, together):
+    """An ablation from pipeline 50 batches/s: `alone` pairs each change with its alone rate."""
+    from pipediag.analysis.ablation import VariantResult, conclude
+
+    def v(role, keys, rate):
+        return VariantResult(f"{role}", role, tuple(keys), rate, (rate * 0.97, rate * 1.03), 100, "stable")
+
+    variants = [v("alone", [c.key], rate) for c, rate in alone]
+    variants.append(v("together", [c.key for c, _ in alone], together))
+    return conclude(50.0, (48.5, 51.5), [(c.key, c.kind, c.stage) for c, _ in alone], variants, window_s=3.0)
+
+
+def test_with_the_ablation_each_fix_carries_its_own_speedup():
+    a = ablation([(PARALLEL, 155.0), (PREFETCH, 51.0)], together=160.0)
+    rec = recommend(verdict("input", "one_core"), modes(50, 160), [PARALLEL, PREFETCH], gpu_present=False, ablation=a)
+    assert [f.kind for f in rec.fixes] == ["parallel_map"]
+    fix = rec.fixes[0]
+    assert fix.measured_speedup == pytest.approx(3.1)
+    assert fix.basis.startswith("measured alone: training ran 3.10x the original (95%: ")
+    assert fix.basis.endswith("all 2 changes together: 3.20x")
+    assert fix.title == "`map(decode_example)` runs on one core: add num_parallel_calls=tf.data.AUTOTUNE"
+    assert [c.kind for c in rec.tried] == ["prefetch"]
+
+
+def test_fixes_are_ordered_by_their_own_gain():
+    cache = Change("cache", "map(decode)", "n", "cache", True)
+    a = ablation([(PARALLEL, 80.0), (cache, 200.0)], together=260.0)
+    rec = recommend(verdict("input", "one_core"), modes(50, 260), [PARALLEL, cache], gpu_present=False, ablation=a)
+    assert [(f.kind, round(f.measured_speedup, 2)) for f in rec.fixes] == [("cache", 4.0), ("parallel_map", 1.6)]
+
+
+def test_a_change_that_only_helps_on_top_of_the_others_is_measured_so():
+    # Prefetch alone gains nothing, but together (220) is clearly faster than parallel map alone (155).
+    a = ablation([(PARALLEL, 155.0), (PREFETCH, 51.0)], together=220.0)
+    rec = recommend(verdict("input", "one_core"), modes(50, 220), [PARALLEL, PREFETCH], gpu_present=False, ablation=a)
+    assert [f.kind for f in rec.fixes] == ["parallel_map", "prefetch"]
+    prefetch = rec.fixes[1]
+    assert prefetch.measured_speedup == pytest.approx(220 / 155)
+    assert prefetch.basis.startswith("measured on top of the other changes: all together ran 1.42x the run without it")
+    assert rec.tried == ()
+
+
+def test_snapshot_suggestion_carries_the_size_estimate():
+    skipped = Change("cache", "map(decode)", "n", "cache", False,
+                     reason="it would hold ~40.0 GiB, over the RAM budget of 8.0 GiB: consider snapshot() to disk",
+                     details={"elements": 10**6, "estimated_bytes": 40 * 2**30, "estimated_fill_seconds": 900.0})
+    rec = recommend(verdict("input", "one_core"), modes(50, 51), [skipped], gpu_present=False)
+    assert "~40.0 GiB on disk" in rec.fixes[0].code

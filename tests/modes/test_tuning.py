@@ -116,3 +116,62 @@ def test_dataset_with_numpy_shaped_elements():
     ds = tf.data.Dataset.from_tensor_slices(np.zeros((16, 3), "float32")).map(noisy).batch(4)
     tuned = tune(ds, FACTS, input_batches_per_sec=100)
     assert next(iter(tuned.dataset)).shape == (4, 3)
+
+
+def normalize(x):
+    return tf.cast(x, tf.float32) / 255.0 - 0.5
+
+
+def fraction_of_total(x):
+    """Not element-wise: on a batch it divides by the batch's sum, not the element's."""
+    x = tf.cast(x, tf.float32) + 1.0
+    return x / tf.reduce_sum(x)
+
+
+def vectorize_change(changes):
+    return next(c for c in changes if c.kind == "vectorize_map")
+
+
+def test_element_wise_map_before_batch_is_moved_after_it_and_checked():
+    ds = tf.data.Dataset.range(1000).repeat().map(normalize).batch(16)
+    tuned = tune(ds, FACTS, input_batches_per_sec=100)
+    change = vectorize_change(tuned.changes)
+    assert change.applied and change.stage == "map(normalize)" and change.details["batch_size"] == 16
+    assert change.details["check"] == "checked on the first 3 batch(es) of real input: identical values"
+    kinds = [s.label for s in PipelineGraph.from_dataset(tuned.dataset).stages()]
+    assert kinds[:4] == ["RangeDataset", "repeat", "batch(16)", "parallel_map(normalize)"]
+    got = list(tuned.dataset.take(5).as_numpy_iterator())
+    want = list(ds.take(5).as_numpy_iterator())
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))
+
+
+def test_a_map_that_is_not_element_wise_is_not_vectorized():
+    ds = tf.data.Dataset.range(1000).repeat().map(fraction_of_total).batch(8)
+    change = vectorize_change(tune(ds, FACTS, input_batches_per_sec=100).changes)
+    assert not change.applied and "different values than element by element" in change.reason
+
+
+def test_a_map_that_cannot_take_a_batch_is_not_vectorized():
+    ds = tf.data.Dataset.range(1000).repeat().map(lambda x: tf.reshape(tf.cast(x, tf.float32), [1])).batch(8)
+    change = vectorize_change(tune(ds, FACTS, input_batches_per_sec=100).changes)
+    assert not change.applied
+    assert "differently shaped" in change.reason or "does not accept a batch" in change.reason
+
+
+def test_random_and_python_maps_are_not_vectorized():
+    random = vectorize_change(tune(tf.data.Dataset.range(64).repeat().map(noisy).batch(8), FACTS,
+                                   input_batches_per_sec=100).changes)
+    assert not random.applied and "random" in random.reason
+
+
+def test_plan_then_build_any_subset():
+    from pipediag.modes.tuning import build, plan_tuning
+
+    ds = tf.data.Dataset.range(64).repeat().map(noisy).batch(8)
+    plan = plan_tuning(ds, FACTS, input_batches_per_sec=100)
+    assert [c.kind for c in plan.candidates] == ["parallel_map", "prefetch"]
+    only_prefetch = build(plan, [plan.candidates[1].key])
+    assert [(c.kind, c.applied) for c in only_prefetch.changes if c.kind in ("parallel_map", "prefetch")] == [
+        ("parallel_map", False), ("prefetch", True)]
+    assert [s.kind for s in PipelineGraph.from_dataset(only_prefetch.dataset).stages()] == [
+        "source", "repeat", "map", "batch", "prefetch", "options"]

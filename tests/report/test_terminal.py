@@ -130,3 +130,29 @@ def test_a_fit_shows_only_the_pipeline_mode():
     assert out.startswith("pipediag InputMonitor: model.fit of Keras model 'm'")
     assert "│pipeline" in out and "│synthetic" not in out and "│tuned" not in out
     assert "stopped early" not in out
+def test_anatomy_table_marks_the_slow_stage_and_its_units():
+    from tests.summaries import anatomy_and_stages
+
+    anatomy, stages = anatomy_and_stages()
+    out = text(render_diagnosis(diagnosis(verdict=VERDICT, anatomy=anatomy, stages=stages)))
+    assert "Anatomy: the pipeline cut after each stage, iterated alone" in out
+    row = next(line for line in out.splitlines() if line.startswith("│map(decode_example)"))
+    assert "50.0 ±" in row and "+19.00" in row and "∞" in row and "48.0 KiB" in row
+    assert "◀ slowest; serial, random" in out
+    assert "stages before batch(16) yield elements, shown as elements/s ÷ 16" in out
+    assert "slow stage: map(decode_example) adds 19.00 ms to every batch" in out
+
+
+def test_tuned_mode_lists_each_changes_own_speedup():
+    from pipediag.analysis.ablation import VariantResult, conclude
+
+    parallel = Change("parallel_map", "map(decode_example)", "n", "map(decode_example): parallel", True)
+    prefetch = Change("prefetch", "batch(16)", "b", "prefetch(AUTOTUNE) at the end", True)
+    variants = [VariantResult("a", "alone", (parallel.key,), 150.0, (145.0, 155.0), 100, "stable"),
+                VariantResult("b", "alone", (prefetch.key,), 50.5, (49.0, 52.0), 100, "stable"),
+                VariantResult("t", "together", (parallel.key, prefetch.key), 155.0, (150.0, 160.0), 100, "stable")]
+    ablation = conclude(50.0, (48.0, 52.0), [(c.key, c.kind, c.stage) for c in (parallel, prefetch)], variants, 3.0)
+    out = text(render_diagnosis(diagnosis(verdict=VERDICT, tuning=[parallel, prefetch], ablation=ablation)))
+    assert "Tuned mode: all applied changes together ×3.10" in out
+    assert "[applied] map(decode_example): parallel — alone ×3.00 (gain)" in out
+    assert "[applied] prefetch(AUTOTUNE) at the end — alone ×1.01 (none)" in out

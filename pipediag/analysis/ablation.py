@@ -1,0 +1,248 @@
+"""The ablation's bookkeeping: what each change of the tuned mode gives on its own.
+
+The TensorFlow side runs the user's pipeline with each planned change alone, and with all the
+changes that held up together (the tuned mode), each feeding the real step like pipeline mode.
+All runs are compared with a *control*: the user's graph rebuilt without any change, run right
+before the alone runs and again right after them, with the same short window. Throughput on a
+shared machine drifts by 10-15% between windows seconds apart, more than one window's own
+interval shows, so the baseline is measured next to what it is compared with, and its interval
+spans both control runs: drift during the ablation widens every interval instead of passing for
+an effect. Without a control (a single change: no alone runs), pipeline mode is the baseline.
+Per change this module says: `gain` (faster, the 95% intervals apart, by at least `MIN_GAIN`),
+`none`, `harm` (clearly slower), `unsafe` (its first batches differ from the original's), or
+`unmeasured` (it could not be built or run). Harmful and unsafe changes are left out of the
+together run. Pure: plain numbers in and out.
+
+Why fed-step and not input-only: the question a fix answers is "how much faster will training
+be". A change that triples the pipeline alone gives nothing when the step is the limit, and on
+a CPU host parallel preprocessing takes cores from the step itself; only a run that feeds the
+step shows either. The input-only waterfall (anatomy) says where the pipeline is slow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pipediag.analysis.modes import Ratio, ratio_of
+
+MIN_GAIN = 1.05  # a gain below 5% is not worth a change, even when significant
+EFFECTS = ("gain", "none", "harm", "unsafe", "unmeasured")
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """One run of a rewritten pipeline feeding the step."""
+
+    name: str  # "parallel_map alone", "together", "all but parallel_map", "control"
+    role: str  # control | alone | together | all_but
+    changes: tuple[str, ...]  # the Change keys it applied
+    batches_per_sec: float | None
+    batches_per_sec_ci: tuple[float, float] | None
+    steps: int
+    stop_reason: str | None
+    input_wait_frac: float | None = None
+    check: str | None = None  # how its first batches compared with the original's
+    check_ok: bool | None = None  # False: they differ where they must not
+    cache_fill_ms: float | None = None
+    error: str | None = None  # why it could not be built or run
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> VariantResult:
+        ci = d.get("batches_per_sec_ci")
+        return cls(**{**d, "changes": tuple(d.get("changes", ())), "batches_per_sec_ci": None if ci is None else tuple(ci)})
+
+
+@dataclass(frozen=True)
+class ChangeEffect:
+    change: str  # Change.key
+    kind: str
+    stage: str | None
+    effect: str  # one of EFFECTS
+    speedup: float | None  # its own: variant / pipeline mode
+    speedup_ci: tuple[float, float] | None
+    basis: str  # "alone" | "only change" (the together run was this change alone) | "none"
+    reason: str | None = None  # for unsafe / unmeasured
+    without_speedup: float | None = None  # together's speedup / the speedup of the run without it
+    without_ci: tuple[float, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ChangeEffect:
+        fix = {k: (None if d.get(k) is None else tuple(d[k])) for k in ("speedup_ci", "without_ci")}
+        return cls(**{**d, **fix})
+
+
+@dataclass(frozen=True)
+class Ablation:
+    measure: str  # "fed_step": every variant feeds the real step
+    baseline_batches_per_sec: float | None  # the alone runs' baseline: the control run, else pipeline mode
+    baseline_ci: tuple[float, float] | None
+    variants: tuple[VariantResult, ...]
+    effects: tuple[ChangeEffect, ...]
+    together_speedup: float | None
+    together_ci: tuple[float, float] | None
+    window_s: float  # the time cap of each variant's run
+
+    @property
+    def baseline_run(self) -> str:
+        return "control" if any(v.role == "control" for v in self.variants) else "pipeline"
+
+    def effect(self, key: str) -> ChangeEffect | None:
+        return next((e for e in self.effects if e.change == key), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "measure": self.measure,
+            "baseline": {"run": self.baseline_run, "batches_per_sec": self.baseline_batches_per_sec,
+                         "batches_per_sec_ci": self.baseline_ci},
+            "window_s": self.window_s,
+            "together": {"speedup": self.together_speedup, "speedup_ci": self.together_ci},
+            "effects": [e.to_dict() for e in self.effects],
+            "variants": [v.to_dict() for v in self.variants],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Ablation:
+        base = d.get("baseline") or {}
+        together = d.get("together") or {}
+        tup = (lambda v: None if v is None else tuple(v))
+        return cls(
+            measure=d.get("measure", "fed_step"),
+            baseline_batches_per_sec=base.get("batches_per_sec"),
+            baseline_ci=tup(base.get("batches_per_sec_ci")),
+            variants=tuple(VariantResult.from_dict(v) for v in d.get("variants", [])),
+            effects=tuple(ChangeEffect.from_dict(e) for e in d.get("effects", [])),
+            together_speedup=together.get("speedup"),
+            together_ci=tup(together.get("speedup_ci")),
+            window_s=d.get("window_s", 0.0),
+        )
+
+
+def control_baseline(variants: list[VariantResult]) -> tuple[float | None, tuple[float, float] | None]:
+    """The control runs' mean rate, with an interval spanning all of theirs (drift included)."""
+    controls = [v for v in variants if v.role == "control" and v.error is None and v.batches_per_sec]
+    if not controls:
+        return None, None
+    rate = sum(v.batches_per_sec for v in controls) / len(controls)
+    cis = [v.batches_per_sec_ci for v in controls]
+    if any(ci is None for ci in cis):
+        return rate, None
+    return rate, (min(ci[0] for ci in cis), max(ci[1] for ci in cis))
+
+
+def classify(ratio: Ratio | None) -> str:
+    if ratio is None:
+        return "unmeasured"
+    if ratio.clearly_above_one and ratio.value >= MIN_GAIN:
+        return "gain"
+    if ratio.clearly_below_one and ratio.value <= 1 / MIN_GAIN:
+        return "harm"
+    return "none"
+
+
+def _divide(a: Ratio | None, b: Ratio | None) -> Ratio | None:
+    if a is None or b is None or not b.value:
+        return None
+    low = high = None
+    if None not in (a.low, a.high, b.low, b.high) and b.low > 0:
+        low, high = a.low / b.high, a.high / b.low
+    return Ratio(a.value / b.value, low, high)
+
+
+def _ci(ratio: Ratio | None) -> tuple[float, float] | None:
+    if ratio is None or ratio.low is None or ratio.high is None:
+        return None
+    return ratio.low, ratio.high
+
+
+def conclude(
+    pipeline_batches_per_sec: float | None,
+    pipeline_ci: tuple[float, float] | None,
+    candidates: list[tuple[str, str, str | None]],  # (key, kind, stage) of each planned change
+    variants: list[VariantResult],
+    window_s: float,
+) -> Ablation:
+    """Each candidate's own effect, from its alone run (or, as the only change, the together
+    run), plus the together speedup and, where run, how much the others lose without it; all
+    against the control run, or pipeline mode when there is none."""
+    baseline_batches_per_sec, baseline_ci = control_baseline(variants)
+    if baseline_batches_per_sec is None:
+        baseline_batches_per_sec, baseline_ci = pipeline_batches_per_sec, pipeline_ci
+
+    def vs_baseline(v: VariantResult | None) -> Ratio | None:
+        if v is None or v.error is not None:
+            return None
+        return ratio_of(v.batches_per_sec, v.batches_per_sec_ci, baseline_batches_per_sec, baseline_ci)
+
+    together = next((v for v in variants if v.role == "together"), None)
+    effects = []
+    for key, kind, stage in candidates:
+        own = next((v for v in variants if v.role == "alone" and v.changes == (key,)), None)
+        basis = "alone"
+        if own is None and together is not None and together.changes == (key,):
+            own, basis = together, "only change"
+        ratio = vs_baseline(own)
+        reason = None
+        if own is None:
+            effect, basis, reason = "unmeasured", "none", "no run applied this change alone"
+        elif own.error is not None:
+            effect, basis, reason = "unmeasured", "none", own.error
+        elif own.check_ok is False:
+            effect, reason = "unsafe", own.check
+        else:
+            effect = classify(ratio)
+        without = None
+        rest = set(together.changes) - {key} if together is not None and key in together.changes else None
+        all_but = None if not rest else next(
+            (v for v in variants if v.role in ("alone", "all_but") and set(v.changes) == rest), None)
+        if all_but is not None and all_but.error is None:
+            without = _divide(vs_baseline(together), vs_baseline(all_but))
+        effects.append(ChangeEffect(
+            change=key, kind=kind, stage=stage, effect=effect,
+            speedup=None if ratio is None else ratio.value, speedup_ci=_ci(ratio), basis=basis, reason=reason,
+            without_speedup=None if without is None else without.value, without_ci=_ci(without),
+        ))
+    whole = vs_baseline(together)
+    return Ablation(
+        measure="fed_step",
+        baseline_batches_per_sec=baseline_batches_per_sec,
+        baseline_ci=baseline_ci,
+        variants=tuple(variants),
+        effects=tuple(effects),
+        together_speedup=None if whole is None else whole.value,
+        together_ci=_ci(whole),
+        window_s=window_s,
+    )
+
+
+def left_out(ablation: Ablation) -> dict[str, str]:
+    """Changes the together run must not include, with the reason for the report."""
+    out = {}
+    for e in ablation.effects:
+        if e.effect == "harm":
+            out[e.change] = f"measured alone: {e.speedup:.2f}x, slower than the original: left out of the tuned pipeline"
+        elif e.effect == "unsafe":
+            out[e.change] = f"its output differs from the original's ({e.reason}): left out of the tuned pipeline"
+    return out
+
+
+def plan_alone(keys: list[str]) -> list[tuple[str, ...]]:
+    """The runs before the together run, when there are two or more changes (with one, the
+    together run is that change alone): the control (no change), each change alone, and the
+    control again."""
+    return [] if len(keys) < 2 else [()] + [(k,) for k in keys] + [()]
+
+
+def plan_all_but(keys: list[str], thorough: bool) -> list[tuple[str, ...]]:
+    """The runs after it, in --thorough mode: all changes but one, so a change that only helps
+    in combination shows what the others lose without it. With two changes the alone runs
+    already are the all-but runs."""
+    if not thorough or len(keys) < 3:
+        return []
+    return [tuple(k for k in keys if k != key) for key in keys]

@@ -1,0 +1,95 @@
+"""Is a rewritten pipeline still the user's pipeline? Comparing first batches (TensorFlow side).
+
+A deterministic pipeline must give the same values after rewriting (exactly, or within float
+rounding where whole-batch kernels round differently); a random one can only be held to the same
+structure, shapes and types. Whether the original is deterministic is not only read from its
+graph (random ops, shuffle): its first batches from two fresh iterators (pipeline and input_only
+modes) are compared too, which catches randomness the graph does not show (NumPy inside a
+`py_function`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipediag.backends.tf import tf
+from pipediag.modes.feeds import same_structure
+
+RTOL = 1e-5  # float results of a batched kernel may differ in the last bits from per-element ones
+ATOL = 1e-6
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    ok: bool | None  # None: nothing to compare
+    text: str
+
+
+def compare_values(expected: list, got: list) -> str | None:
+    """'identical values', 'equal within float rounding (rtol ...)', or None when they differ."""
+    if not expected or len(expected) != len(got):
+        return None
+    exact = True
+    for a, b in zip(expected, got):
+        if not same_structure(a, b):
+            return None
+        for x, y in zip(tf.nest.flatten(a, expand_composites=True), tf.nest.flatten(b, expand_composites=True)):
+            if getattr(x, "dtype", None) == tf.variant:
+                continue
+            x, y = np.asarray(x), np.asarray(y)
+            if x.shape != y.shape or x.dtype != y.dtype:
+                return None
+            if np.array_equal(x, y):
+                continue
+            exact = False
+            if x.dtype.kind not in "fc" or not np.allclose(x, y, rtol=RTOL, atol=ATOL):
+                return None
+    return "identical values" if exact else f"equal within float rounding (rtol {RTOL:g})"
+
+
+def _shapes(batch) -> list[tuple]:
+    return [(tuple(np.shape(t)), str(getattr(t, "dtype", type(t).__name__)))
+            for t in tf.nest.flatten(batch, expand_composites=True)]
+
+
+def is_deterministic(has_random_stage: bool, first: list, second: list | None) -> tuple[bool, str | None]:
+    """(deterministic?, why not) from the graph and from two fresh runs of the original."""
+    if has_random_stage:
+        return False, "the pipeline has random stages"
+    if second is None:
+        return True, None
+    n = min(len(first), len(second))
+    if n == 0 or compare_values(first[:n], second[:n]) is None:
+        return False, "two fresh runs of the original gave different first batches (randomness inside its functions)"
+    return True, None
+
+
+def check_outputs(reference: list, candidate: list, deterministic: bool, why_random: str | None = None) -> OutputCheck:
+    """Compare a rewritten pipeline's first batches with the original's."""
+    n = min(len(reference), len(candidate))
+    if n == 0:
+        return OutputCheck(None, "not checked: no batches to compare")
+    if deterministic:
+        verdict = compare_values(reference[:n], candidate[:n])
+        if verdict is None:
+            return OutputCheck(False, f"its first {n} batch(es) DIFFER from the original's")
+        return OutputCheck(True, f"checked: first {n} batch(es) equal the original's ({verdict})")
+    same = all(same_structure(a, b) and _same_ranks(a, b) for a, b in zip(reference[:n], candidate[:n]))
+    why = f" ({why_random})" if why_random else ""
+    if not same:
+        return OutputCheck(False, f"its first {n} batch(es) have a DIFFERENT structure from the original's")
+    return OutputCheck(True, f"random pipeline{why}: checked that the first {n} batch(es) have the same structure, "
+                             "shapes and types")
+
+
+def _same_ranks(a, b) -> bool:
+    """Same dtypes and shapes, allowing a shorter last batch and ragged lengths to differ."""
+    sa, sb = _shapes(a), _shapes(b)
+    if len(sa) != len(sb):
+        return False
+    for (shape_a, dtype_a), (shape_b, dtype_b) in zip(sa, sb):
+        if dtype_a != dtype_b or len(shape_a) != len(shape_b) or shape_a[1:] != shape_b[1:]:
+            return False
+    return True

@@ -1,0 +1,212 @@
+"""Timing the pipeline cut after each stage (TensorFlow side of the anatomy).
+
+For every stage the pure plan (`analysis.waterfall.timing_plan`) allows, the pipeline is rebuilt
+up to that stage (`PipelineGraph.cut`, with the user's dataset options) and iterated. Calls to
+`next()` cost ~50 µs of Python each on the development machine, as much as a cheap stage's work
+for one element, so a cut that yields elements is read through `shard(n, n - 1)`: tf.data pulls
+n elements in C++ per call, n chosen so one call covers about `call_target_s` of the final
+pipeline's work. The last stage is timed first to know that rate. Calls are grouped into chunks
+that double until one takes `chunk_target_s` (warm-up: buffers fill, AUTOTUNE ramps up); timed
+chunks of that size follow until the rate is pinned down (±10%, 95%) or `stage_cap_s` is spent.
+Finite cuts are repeated inside tf.data, as the user's own `repeat` would. Each cut also gives
+its cardinality and the bytes of a few elements. Stages that cannot be timed get None and a
+reason; nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from pipediag.analysis.waterfall import (
+    Anatomy, StageTiming, build_anatomy, elements_per_batch, is_stable, rate, timing_plan,
+)
+from pipediag.backends.tf import tf
+from pipediag.builder.dataset import INFINITE, cardinality
+from pipediag.builder.graph import GraphError, PipelineGraph
+from pipediag.builder.stages import Stage
+
+_SIZE_SAMPLES = 4
+_PREFETCH = 2  # each cut ends in a small buffer: the reading side is not in series with the stage
+_SIZE_SAMPLE_S = 0.3
+
+
+@dataclass(frozen=True)
+class WaterfallRule:
+    stage_cap_s: float = 1.0  # timed window per stage, at most
+    min_stage_s: float = 0.25  # and at least, before stability is checked
+    total_cap_s: float = 12.0  # all stages together; the rest are reported as not timed
+    chunk_target_s: float = 0.02  # a timed chunk of next() calls lasts at least this long
+    call_target_s: float = 0.002  # one next() on an element stage covers ~this much of the final work
+
+
+THOROUGH = WaterfallRule(stage_cap_s=3.0, min_stage_s=1.0, total_cap_s=45.0, chunk_target_s=0.05)
+
+
+@dataclass(frozen=True)
+class AnatomyResult:
+    stages: list[Stage]  # enriched with cardinality and bytes per element
+    anatomy: Anatomy
+
+
+def _element_bytes(value) -> int | None:
+    total = 0
+    for t in tf.nest.flatten(value, expand_composites=True):
+        if t.dtype == tf.variant or t.dtype == tf.resource:
+            return None  # ragged/sparse parts encoded as variants: their size is not visible here
+        if t.dtype == tf.string:
+            total += int(tf.reduce_sum(tf.strings.length(t)).numpy())
+        else:
+            total += int(t.shape.num_elements() or 0) * t.dtype.size
+    return total
+
+
+def _pull(iterator, calls: int) -> int:
+    """Call next() up to `calls` times; how many returned an element."""
+    for i in range(calls):
+        try:
+            next(iterator)
+        except StopIteration:
+            return i
+    return calls
+
+
+def _time_cut(dataset, per_call: int, rule: WaterfallRule, cap_s: float, clock_ns: Callable[[], int]):
+    """(StageTiming fields, bytes per element) for one cut; each next() yields `per_call` elements."""
+    iterator = iter(dataset)
+    start = clock_ns()
+    if _pull(iterator, 1) == 0:
+        return dict(reason="the pipeline up to here yields no elements"), None
+    calls = 1
+    target_ns = int(rule.chunk_target_s * 1e9)
+    while True:  # warm-up: double the chunk until one takes the target time
+        t0 = clock_ns()
+        got = _pull(iterator, calls)
+        dt = clock_ns() - t0
+        if got < calls:
+            return dict(reason="the pipeline up to here ended during warm-up"), None
+        if dt >= target_ns or (clock_ns() - start) / 1e9 > cap_s:
+            break
+        calls *= 2
+    warmup_ns = clock_ns() - start - dt
+    chunk_elements, chunk_ns = [got * per_call], [dt]
+    window_start = clock_ns() - dt
+    stop = "time_cap"
+    while True:
+        elapsed = (clock_ns() - window_start) / 1e9
+        if elapsed >= cap_s:
+            break
+        if elapsed >= rule.min_stage_s and is_stable(chunk_elements, chunk_ns):
+            stop = "stable"
+            break
+        t0 = clock_ns()
+        got = _pull(iterator, calls)
+        dt = clock_ns() - t0
+        if got:
+            chunk_elements.append(got * per_call)
+            chunk_ns.append(dt)
+        if got < calls:
+            stop = "exhausted"
+            break
+    sizes = []
+    sample_start = clock_ns()
+    for _ in range(_SIZE_SAMPLES):
+        try:
+            value = next(iterator)
+        except StopIteration:
+            break
+        size = _element_bytes(value)
+        if size is None:
+            sizes = []
+            break
+        sizes.append(size)
+        if (clock_ns() - sample_start) / 1e9 > _SIZE_SAMPLE_S:
+            break
+    timing = dict(chunk_elements=tuple(chunk_elements), chunk_ns=tuple(chunk_ns), warmup_ns=warmup_ns, stop_reason=stop)
+    return timing, (sum(sizes) / len(sizes) if sizes else None)
+
+
+def measure_anatomy(
+    graph: PipelineGraph,
+    options=None,
+    *,
+    batch_size: int | None = None,
+    rule: WaterfallRule = WaterfallRule(),
+    first_batch_s: float | None = None,
+    clock_ns: Callable[[], int] = time.monotonic_ns,
+    progress: Callable[[str], None] | None = None,
+) -> AnatomyResult:
+    """Time each stage's cut; enrich the stages with cardinality and bytes per element.
+
+    first_batch_s: how long the whole pipeline took to its first batch. A cut after a shuffle
+    fills that buffer again before its first element, which can take about as long; such a cut
+    is skipped, and says so, when that would overrun the waterfall's budget."""
+    started = clock_ns()
+    stages = graph.stages()
+    plan = timing_plan(stages, batch_size)
+    factors = [f for f, _ in elements_per_batch(stages, batch_size)]
+    timings: dict[int, StageTiming] = {}
+    cuts: dict[int, object] = {}
+    counts: dict[int, object] = {}
+    sizes: dict[int, float | None] = {}
+    for stage in stages:
+        try:
+            cut = graph.cut(stage.node)
+            if options is not None:
+                cut = cut.with_options(options)
+            counts[stage.index] = cardinality(cut)
+            cuts[stage.index] = cut
+        except (GraphError, tf.errors.OpError, ValueError, TypeError) as error:
+            timings[stage.index] = StageTiming(stage.index, reason=f"could not rebuild the pipeline up to here: {error}")
+    timed = [s for s in stages if plan[s.index] is None and s.index in cuts]
+    # The last timed stage first: its rate sets how many elements one next() should pull upstream.
+    order = timed[-1:] + timed[:-1]
+    final_bps: float | None = None
+    first_shuffle = next((s.index for s in stages if s.kind == "shuffle"), None)
+    for stage in order:
+        spent = (clock_ns() - started) / 1e9
+        if spent >= rule.total_cap_s:
+            timings[stage.index] = StageTiming(
+                stage.index, reason=f"not timed: the waterfall's {rule.total_cap_s:.0f} s budget was spent")
+            continue
+        refill = first_shuffle is not None and stage.index >= first_shuffle and first_batch_s is not None
+        if refill and spent + first_batch_s + rule.min_stage_s > rule.total_cap_s:
+            timings[stage.index] = StageTiming(
+                stage.index, reason=f"not timed: its shuffle buffer would fill again first (~{first_batch_s:.0f} s, "
+                                    f"as long as the first batch took), over the waterfall's {rule.total_cap_s:.0f} s budget")
+            continue
+        factor = factors[stage.index] or 1
+        per_call = 1
+        if factor > 1 and final_bps:
+            per_call = max(1, min(factor * 64, math.ceil(factor * final_bps * rule.call_target_s)))
+        dataset = cuts[stage.index]
+        count = counts[stage.index]
+        if count != INFINITE:  # finite or unknown: read it again like an epoch loop (an empty one ends)
+            dataset = dataset.repeat()
+        if per_call > 1:
+            dataset = dataset.shard(per_call, per_call - 1)
+        dataset = dataset.prefetch(_PREFETCH)
+        if progress is not None:
+            progress(stage.label)
+        try:
+            fields, sizes[stage.index] = _time_cut(
+                dataset, per_call, rule, min(rule.stage_cap_s, rule.total_cap_s - spent), clock_ns)
+        except (tf.errors.OpError, ValueError, TypeError) as error:
+            fields = dict(reason=f"iterating the pipeline up to here failed: {type(error).__name__}: {error}")
+        timing = StageTiming(stage.index, **fields)
+        timings[stage.index] = timing
+        if final_bps is None and timing.chunk_ns:
+            value, _ = rate(timing.chunk_elements, timing.chunk_ns)
+            final_bps = None if value is None else value / factor
+    enriched: list[Stage] = []
+    for stage in stages:
+        if stage.index not in timings:
+            timings[stage.index] = StageTiming(stage.index, reason=plan[stage.index])
+        size = sizes.get(stage.index)
+        if size is None and enriched and stage.kind in ("prefetch", "options"):
+            size = enriched[-1].bytes_per_element  # the same elements, buffered
+        enriched.append(replace(stage, cardinality=counts.get(stage.index), bytes_per_element=size))
+    anatomy = build_anatomy(enriched, timings, batch_size, seconds=(clock_ns() - started) / 1e9)
+    return AnatomyResult(enriched, anatomy)

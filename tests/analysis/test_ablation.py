@@ -1,0 +1,133 @@
+"""The ablation's bookkeeping on plain numbers: each change's own effect, left-outs, all-but runs."""
+
+import pytest
+
+from pipediag.analysis.ablation import (
+    Ablation, VariantResult, classify, conclude, left_out, plan_all_but, plan_alone,
+)
+from pipediag.analysis.modes import Ratio
+
+MAP = ("parallel_map@map", "parallel_map", "map(decode)")
+PREFETCH = ("prefetch@batch", "prefetch", "batch(32)")
+CACHE = ("cache@decode", "cache", "map(decode)")
+
+
+def variant(role, keys, rate, rel=0.03, check_ok=True, error=None):
+    return VariantResult(
+        name=f"{role} {keys}", role=role, changes=tuple(keys),
+        batches_per_sec=rate, batches_per_sec_ci=None if rate is None else (rate * (1 - rel), rate * (1 + rel)),
+        steps=100, stop_reason="stable", check="checked" if check_ok else "DIFFER", check_ok=check_ok, error=error,
+    )
+
+
+BASE = 50.0, (48.5, 51.5)
+
+
+def test_each_change_gets_its_own_speedup():
+    variants = [
+        variant("alone", [MAP[0]], 155.0),
+        variant("alone", [PREFETCH[0]], 51.0),
+        variant("together", [MAP[0], PREFETCH[0]], 170.0),
+    ]
+    a = conclude(*BASE, [MAP, PREFETCH], variants, window_s=3.0)
+    parallel, prefetch = a.effect(MAP[0]), a.effect(PREFETCH[0])
+    assert parallel.effect == "gain" and parallel.speedup == pytest.approx(3.1) and parallel.basis == "alone"
+    assert prefetch.effect == "none" and prefetch.speedup == pytest.approx(1.02)
+    assert a.together_speedup == pytest.approx(3.4)
+    # With two changes, each alone run is the other's "all but" run.
+    assert prefetch.without_speedup == pytest.approx(170 / 155)
+    assert parallel.without_speedup == pytest.approx(170 / 51)
+    assert left_out(a) == {}
+
+
+def test_harmful_and_unsafe_changes_are_left_out():
+    variants = [
+        variant("alone", [MAP[0]], 120.0),
+        variant("alone", [PREFETCH[0]], 40.0),
+        variant("alone", [CACHE[0]], 300.0, check_ok=False),
+    ]
+    a = conclude(*BASE, [MAP, PREFETCH, CACHE], variants, window_s=3.0)
+    assert [e.effect for e in a.effects] == ["gain", "harm", "unsafe"]
+    out = left_out(a)
+    assert set(out) == {PREFETCH[0], CACHE[0]}
+    assert "0.80x, slower" in out[PREFETCH[0]]
+    assert "DIFFER" in out[CACHE[0]]
+
+
+def test_a_single_change_is_measured_by_the_together_run():
+    a = conclude(*BASE, [MAP], [variant("together", [MAP[0]], 100.0)], window_s=3.0)
+    e = a.effect(MAP[0])
+    assert e.effect == "gain" and e.basis == "only change" and e.speedup == pytest.approx(2.0)
+
+
+def test_unmeasured_when_a_variant_could_not_be_built_or_did_not_run():
+    variants = [variant("alone", [CACHE[0]], None, error="filling it took over 20 s; stopped")]
+    a = conclude(*BASE, [CACHE, MAP], variants, window_s=3.0)
+    assert a.effect(CACHE[0]).effect == "unmeasured" and "20 s" in a.effect(CACHE[0]).reason
+    assert a.effect(MAP[0]).effect == "unmeasured" and a.effect(MAP[0]).basis == "none"
+
+
+def test_all_but_runs_measure_what_the_others_lose_without_a_change():
+    keys = [MAP[0], PREFETCH[0], CACHE[0]]
+    variants = [
+        variant("alone", [MAP[0]], 100.0), variant("alone", [PREFETCH[0]], 52.0), variant("alone", [CACHE[0]], 60.0),
+        variant("together", keys, 200.0),
+        variant("all_but", [PREFETCH[0], CACHE[0]], 65.0),
+        variant("all_but", [MAP[0], CACHE[0]], 150.0),
+        variant("all_but", [MAP[0], PREFETCH[0]], 190.0),
+    ]
+    a = conclude(*BASE, [MAP, PREFETCH, CACHE], variants, window_s=3.0)
+    assert a.effect(MAP[0]).without_speedup == pytest.approx(200 / 65)
+    assert a.effect(PREFETCH[0]).without_speedup == pytest.approx(200 / 150)
+    assert a.effect(CACHE[0]).without_speedup == pytest.approx(200 / 190)
+
+
+def test_classify_needs_a_clear_and_large_enough_change():
+    assert classify(Ratio(1.5, 1.2, 1.8)) == "gain"
+    assert classify(Ratio(1.04, 1.01, 1.07)) == "none"  # significant but under 5%
+    assert classify(Ratio(1.5, 0.9, 2.1)) == "none"  # intervals overlap
+    assert classify(Ratio(0.7, 0.6, 0.8)) == "harm"
+    assert classify(Ratio(0.97, 0.95, 0.99)) == "none"  # clearly slower, but by under 5%
+    assert classify(None) == "unmeasured"
+
+
+def test_which_runs_are_planned():
+    assert plan_alone(["a"]) == []
+    assert plan_alone(["a", "b"]) == [(), ("a",), ("b",), ()]  # the control before and after
+    assert plan_all_but(["a", "b", "c"], thorough=False) == []
+    assert plan_all_but(["a", "b"], thorough=True) == []  # the alone runs already are the all-but runs
+    assert plan_all_but(["a", "b", "c"], thorough=True) == [("b", "c"), ("a", "c"), ("a", "b")]
+
+
+def test_round_trip():
+    variants = [variant("alone", [MAP[0]], 155.0), variant("alone", [PREFETCH[0]], 51.0),
+                variant("together", [MAP[0], PREFETCH[0]], 170.0)]
+    a = conclude(*BASE, [MAP, PREFETCH], variants, window_s=3.0)
+    assert Ablation.from_dict(a.to_dict()) == a
+
+
+def test_runs_are_compared_with_the_control_run_next_to_them():
+    variants = [
+        variant("control", [], 40.0),  # the machine got slower since pipeline mode (50)
+        variant("alone", [MAP[0]], 80.0),
+        variant("alone", [PREFETCH[0]], 40.5),
+        variant("together", [MAP[0], PREFETCH[0]], 100.0),
+    ]
+    a = conclude(*BASE, [MAP, PREFETCH], variants, window_s=3.0)
+    assert a.baseline_run == "control" and a.baseline_batches_per_sec == 40.0
+    assert a.effect(MAP[0]).speedup == pytest.approx(2.0)  # not 80 / 50
+    assert a.effect(PREFETCH[0]).effect == "none"  # not "harm", as 40.5 / 50 would say
+    assert a.together_speedup == pytest.approx(2.5)  # 100 / 40 too
+    assert a.to_dict()["baseline"]["run"] == "control"
+
+
+def test_drift_between_the_two_control_runs_widens_every_interval():
+    steady = [variant("control", [], 50.0), variant("alone", [MAP[0]], 56.0), variant("alone", [PREFETCH[0]], 50.0),
+              variant("control", [], 50.5)]
+    drifting = [variant("control", [], 50.0), variant("alone", [MAP[0]], 56.0), variant("alone", [PREFETCH[0]], 50.0),
+                variant("control", [], 60.0)]  # the machine got faster during the ablation
+    assert conclude(*BASE, [MAP, PREFETCH], steady, window_s=3.0).effect(MAP[0]).effect == "gain"
+    a = conclude(*BASE, [MAP, PREFETCH], drifting, window_s=3.0)
+    assert a.baseline_batches_per_sec == pytest.approx(55.0)
+    assert a.baseline_ci == pytest.approx((50.0 * 0.97, 60.0 * 1.03))
+    assert a.effect(MAP[0]).effect == "none"  # 56 vs a baseline somewhere in 48.5-61.8: not clear

@@ -1,0 +1,79 @@
+"""The waterfall on real pipelines: the rate after each stage, and the slow stage found."""
+
+import time
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from pipediag.builder.graph import PipelineGraph  # noqa: E402
+from pipediag.modes.waterfall import WaterfallRule, measure_anatomy  # noqa: E402
+
+QUICK = WaterfallRule(stage_cap_s=0.5, min_stage_s=0.2, total_cap_s=10.0)
+
+
+def scale(x):
+    return tf.cast(x, tf.float32) * 2.0
+
+
+def slow_lookup(x):
+    """The planted slow stage: 2 ms of (GIL-free) waiting per element, in Python."""
+
+    def wait(v):
+        time.sleep(0.002)
+        return v
+
+    y = tf.py_function(wait, [x], tf.float32)
+    y.set_shape([])
+    return y
+
+
+def shift(x):
+    return x + 1.0
+
+
+@pytest.mark.slow
+def test_one_slow_stage_is_localized():
+    ds = tf.data.Dataset.range(10**6).map(scale).map(slow_lookup).map(shift).batch(16)
+    result = measure_anatomy(PipelineGraph.from_dataset(ds), ds.options(), batch_size=16, rule=QUICK)
+    a = result.anatomy
+    assert a.bottleneck_stage == "map(slow_lookup)", a
+    rows = {r.label: r for r in a.rows}
+    slow = rows["map(slow_lookup)"]
+    assert slow.unit == "elements" and slow.elements_per_batch == 16
+    # At most 500 elements/s (2 ms each), i.e. about 31 batches/s or less, and the stage before is far faster.
+    assert slow.batches_per_sec < 35
+    assert rows["map(scale)"].batches_per_sec > 5 * slow.batches_per_sec
+    assert slow.share > 0.5
+    assert rows["batch(16)"].unit == "batches"
+    # The stages carry their length and a sampled size.
+    by_label = {s.label: s for s in result.stages}
+    assert by_label["RangeDataset"].cardinality == 10**6 and by_label["batch(16)"].cardinality == 62500
+    assert by_label["map(scale)"].bytes_per_element == 4 and by_label["batch(16)"].bytes_per_element == 64
+
+
+def test_file_names_are_not_compared_with_records(tmp_path):
+    paths = []
+    for i in range(2):
+        path = str(tmp_path / f"part-{i}.tfrecord")
+        with tf.io.TFRecordWriter(path) as w:
+            for j in range(50):
+                w.write(np.full(16, j, np.uint8).tobytes())
+        paths.append(path)
+    ds = tf.data.TFRecordDataset(paths).batch(10)
+    a = measure_anatomy(PipelineGraph.from_dataset(ds), ds.options(), rule=WaterfallRule(stage_cap_s=0.2, min_stage_s=0.1)).anatomy
+    names, reader, batch = a.rows
+    assert names.batches_per_sec is None and names.reason.startswith("not comparable")
+    assert reader.label == "TFRecordDataset(2 files)" and reader.batches_per_sec > 0
+    assert batch.batches_per_sec > 0
+
+
+def test_cuts_that_would_refill_a_slow_shuffle_buffer_are_skipped():
+    ds = tf.data.Dataset.range(1000).map(scale).shuffle(100).batch(10)
+    # As if the first batch had taken 60 s: refilling the buffer for each cut would overrun.
+    a = measure_anatomy(PipelineGraph.from_dataset(ds), ds.options(), rule=QUICK, first_batch_s=60.0).anatomy
+    rows = {r.label: r for r in a.rows}
+    assert rows["map(scale)"].batches_per_sec > 0
+    for label in ("shuffle(100)", "batch(10)"):
+        assert rows[label].batches_per_sec is None and "shuffle buffer would fill again" in rows[label].reason

@@ -82,6 +82,7 @@ def diagnose(
     step_label: str | None = None,
     progress: Progress | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
+    scale_command: str | None = None,
 ) -> Diagnosis:
     """Diagnose a tf.data pipeline feeding a training step.
 
@@ -91,7 +92,8 @@ def diagnose(
     Neither: a stand-in model matched to the batch, and the report says so.
     batch_size: passed to the builder if it takes `batch_size`; otherwise, for an unbatched
     dataset, pipediag batches it. batched=True: elements are already batches (a generator of
-    batches) even though no batch op is visible.
+    batches) even though no batch op is visible. scale_command: the `pipediag scale` command line
+    a tf.data service fix should quote (the CLI passes the user's own target and options).
     """
     if model is not None and step is not None:
         raise UsageError("give a model or a step, not both", "--model for a Keras model, --step for your own step")
@@ -122,7 +124,7 @@ def diagnose(
         log = sampler.stop()
     if sampler.error is not None:
         state.notes.append(f"the sampler stopped early: {type(sampler.error).__name__}: {sampler.error}")
-    return _conclude(state, log, rule, batch_size, batch_format, (clock_ns() - started) / 1e9)
+    return _conclude(state, log, rule, batch_size, batch_format, (clock_ns() - started) / 1e9, scale_command)
 
 
 def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, builder_kwargs, batch_size, batched,
@@ -257,7 +259,8 @@ def _check_tuned(tuned_first, original_first, random: bool) -> str | None:
     return "the tuned pipeline's first batch DIFFERS from the original's (its element order changed)"
 
 
-def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapsed_s: float) -> Diagnosis:
+def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapsed_s: float,
+              scale_command: str | None = None) -> Diagnosis:
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
     complete = not state.interrupted
     verdict = recommendation = None
@@ -273,6 +276,7 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
             verdict, summaries, list(state.tuning),
             gpu_present=bool(state.environment and state.environment.gpus),
             tf_gpu_without_memory_growth=bool(state.environment and state.environment.tf_gpu_without_memory_growth),
+            stages=state.stages, scale_command=scale_command,
         )
     return Diagnosis(
         status="complete" if complete else "interrupted",

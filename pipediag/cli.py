@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from pipediag._version import __version__
-from pipediag.commands import diagnose, env, report
+from pipediag.commands import diagnose, env, report, scale
 from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_USAGE, EXIT_USER_CODE
 from pipediag.errors import PipediagError, UsageError, UserCodeError
 
-COMMANDS = {"diagnose": diagnose, "env": env, "report": report}
+COMMANDS = {"diagnose": diagnose, "scale": scale, "env": env, "report": report}
 
 
 class _ArgumentParser(argparse.ArgumentParser):

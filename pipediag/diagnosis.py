@@ -158,12 +158,16 @@ def write_json(data: dict[str, Any], path: str) -> None:
         raise
 
 
-def read_json(path: str) -> Diagnosis:
+def load_json(path: str) -> dict[str, Any]:
+    """A JSON file written by pipediag (a diagnosis, or another kind named by its `kind` field)."""
     try:
         with open(path) as f:
-            data = json.load(f)
+            return json.load(f)
     except FileNotFoundError:
         raise UsageError(f"no such file: {path}", "give the path of a JSON file written by --json") from None
     except json.JSONDecodeError as error:
         raise UsageError(f"{path} is not valid JSON ({error})", "give a file written by pipediag --json") from None
-    return Diagnosis.from_dict(data)
+
+
+def read_json(path: str) -> Diagnosis:
+    return Diagnosis.from_dict(load_json(path))

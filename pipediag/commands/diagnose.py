@@ -53,6 +53,7 @@ def load_step_options(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag import api
     from pipediag.builder import target as targets
+    from pipediag.commands.scale import scale_command
     from pipediag.diagnosis import write_json
     from pipediag.modes.runner import StopRule
     from pipediag.report.terminal import render_diagnosis
@@ -70,6 +71,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         stop_rule=StopRule(max_seconds=args.max_seconds),
         ram_budget_bytes=args.ram_budget_mb * 2**20 if args.ram_budget_mb else None,
         label=label,
+        scale_command=scale_command(args),
     )
     if args.quiet:
         diagnosis = api.diagnose(builder, **options)

@@ -5,17 +5,21 @@ non-overlapping 95% intervals; the speedup shown is that measurement (shared by 
 that were applied together). Changes that were applied but gained nothing are not recommended:
 they are listed as tried. A fix that pipediag could not measure says so in `basis`, and is
 offered only when a measurement points at it (the verdict, the CPU pattern, a size estimate).
+tf.data service is offered only when the cores stay full after tuning while the step still waits,
+with the `pipediag scale` command that measures it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pipediag.analysis.modes import ModeSummary, rate_ratio
+from pipediag.analysis.modes import ModeSummary, input_side_cpu, rate_ratio
+from pipediag.builder.stages import Stage
 from pipediag.fixes import catalog
 from pipediag.modes.changes import Change
-from pipediag.verdict.rules import Verdict
+from pipediag.verdict.rules import Verdict, classify_cpu
 from pipediag.verdict.thresholds import INPUT_WAIT_HIGH
 
 MIN_GAIN = 1.05  # a tuned gain below 5% is not worth a change, even when significant
@@ -65,6 +69,8 @@ def recommend(
     *,
     gpu_present: bool,
     tf_gpu_without_memory_growth: bool = False,
+    stages: Sequence[Stage] = (),
+    scale_command: str | None = None,
 ) -> Recommendation:
     pipeline, tuned = modes.get("pipeline"), modes.get("tuned")
     applied = [c for c in changes if c.applied]
@@ -89,16 +95,10 @@ def recommend(
         for c in changes:
             if c.kind == "cache" and not c.applied and c.reason and "snapshot" in c.reason:
                 fixes.append(_fix("snapshot", c.stage, f"not measured: {c.reason}"))
-        still_waiting = tuned is not None and (tuned.input_wait_frac or 0) >= INPUT_WAIT_HIGH
-        saturated = verdict.cpu_pattern is not None and verdict.cpu_pattern.kind == "saturated"
-        if verdict.bottleneck == "input" and saturated and (still_waiting or not measured):
-            fixes.append(
-                _fix(
-                    "tf_data_service", None,
-                    "not measured: every core was busy while the step waited"
-                    + (", and still input-bound after tuning" if still_waiting else ""),
-                )
-            )
+        if verdict.bottleneck == "input":
+            service = _service_fix(verdict, tuned, stages, scale_command)
+            if service is not None:
+                fixes.append(service)
     elif verdict.bottleneck == "memory":
         fixes.append(_fix("batch_size", None, "the step ran out of memory at this batch size; halve it, or "
                           "accumulate gradients over several smaller batches",
@@ -123,3 +123,30 @@ def recommend(
     else:
         tried = tuple(applied)
     return Recommendation(tuple(fixes), tried)
+
+
+def _service_fix(verdict: Verdict, tuned: ModeSummary | None, stages: Sequence[Stage],
+                 scale_command: str | None) -> Fix | None:
+    """tf.data service, only when the host's cores are full even after tuning and the step still
+    waits: then no change on this host can help, and moving preprocessing off it is what is left.
+    It stays unmeasured here (a service on this same saturated host could show its overhead,
+    never its gain); the fix hands over the exact `pipediag scale` command that measures it."""
+    saturated = verdict.cpu_pattern is not None and verdict.cpu_pattern.kind == "saturated"
+    if not saturated or tuned is None or not tuned.measured:
+        return None
+    tuned_wait = tuned.input_wait_frac or 0.0
+    if tuned_wait < INPUT_WAIT_HIGH:
+        return None
+    tuned_side = input_side_cpu(tuned, None)
+    if tuned_side is None or classify_cpu(tuned_side).kind != "saturated":
+        return None
+    basis = (
+        f"not measured: every core was busy while the step waited, and after tuning the step still waited "
+        f"{100 * tuned_wait:.0f}% of the time with the cores still full ({tuned_side.cpu.busy_cores:.1f} of "
+        f"{tuned_side.cpu.cores} busy); `pipediag scale` measures the service and how many workers it takes"
+    )
+    python = [s.label for s in stages if s.has_py_function]
+    if python:
+        basis += (f"; first rewrite {', '.join(f'`{p}`' for p in python)} with TensorFlow ops: it calls Python, "
+                  "which service workers cannot run")
+    return _fix("tf_data_service", None, basis, command=scale_command)

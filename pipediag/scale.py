@@ -462,6 +462,8 @@ def _conclude(state: _Run, log, rule: StopRule, cores: list[int], worker_cores: 
         plan = plan_capacity(
             compute=compute, compute_source=source, local=local, counts=count_rates, transfer=transfer,
             transfer_worker_busy=worker_busy(state.transfer_worker_cpu, None if remote else worker_cores),
+            transfer_client_busy=None if modes.get("transfer") is None or modes["transfer"].process_cpu_pct is None
+            else modes["transfer"].process_cpu_pct / 100.0,
             accelerators=accelerators, worker_cores=None if remote else worker_cores, host_cores=len(cores),
             remote=remote, remote_workers=remote_workers,
         )

@@ -9,8 +9,8 @@ Pure arithmetic on measured rates (batches/s with their 95% intervals):
     clients(A)       = ⌈demand / transfer ceiling⌉   (trainer processes needed to receive that much)
 
 The transfer ceiling is a constant batch sent through the service: no preprocessing, only the
-service's own path (serialize, send, receive). It is the *client's* ceiling only when the workers
-serving it had CPU to spare; otherwise it is a lower bound, and no verdict rests on it.
+service's own path (serialize, send, receive). It is the *client's* ceiling only when the client
+was saturated while the worker serving it had CPU to spare; otherwise no verdict rests on it.
 
 The per-worker rate is measured with one worker pinned to its own core(s). Scaling efficiency is
 taken from counts of two or more workers that each had cores of their own (with one core left
@@ -30,7 +30,7 @@ from typing import Any
 from pipediag.analysis.modes import ModeSummary
 
 SCALING_MIN_EFFICIENCY = 0.7  # a worker added less than 70% of a worker: the limit is elsewhere
-WORKER_SATURATED_FRAC = 0.85  # a worker busy this share of its cores is the limit (as for a host's cores)
+BUSY_FRAC = 0.85  # busy this share of its cores (a worker) or of one core (the client): saturated, as for a host
 
 OWN_CORES = "own_cores"  # every worker has its own cores, and one core is left for the client
 SHARES_CLIENT_CORES = "shares_client_cores"  # workers fill all cores: the client and step squeeze in
@@ -100,7 +100,7 @@ class CapacityPlan:
     worker_cores: int | None
     host_cores: int
     transfer_batches_per_sec: float | None
-    transfer_client_bound: bool | None  # the constant-batch ceiling is the client's (its workers had CPU to spare)
+    transfer_limit: str | None  # client | worker | unclear: whose CPU set the constant-batch ceiling; None: unknown
     scaling: tuple[ScalingPoint, ...]
     scaling_checked: bool  # some count of >= 2 workers had cores of its own
     efficiency_used: float  # the efficiency the worker counts assume (1.0: linear)
@@ -155,10 +155,11 @@ def _per_worker(counts: Sequence[CountRate], remote: bool, remote_workers: int |
     if not measured:
         return None, "no worker count delivered batches"
     first = min(measured, key=lambda c: c.workers)
-    cores = f"{worker_cores} core(s) each" if worker_cores else "not pinned to cores"
+    cores = (f"pinned to {worker_cores} core{'s' if worker_cores != 1 else ''} each" if worker_cores
+             else "not pinned to cores")
     where = placement(first.workers, worker_cores, host_cores)
     if first.workers == 1:
-        basis = f"measured with 1 local worker ({cores})"
+        basis = f"measured with 1 local worker, {cores.replace(' each', '')}"
     else:
         basis = f"{first.workers} local workers' rate divided evenly ({cores})"
     if where == SHARES_CLIENT_CORES:
@@ -177,15 +178,14 @@ def plan_capacity(
     transfer: RateEstimate | None,
     accelerators: Sequence[int],
     transfer_worker_busy: float | None = None,
+    transfer_client_busy: float | None = None,
     worker_cores: int | None,
     host_cores: int,
     remote: bool = False,
     remote_workers: int | None = None,
 ) -> CapacityPlan:
     per_worker, basis = _per_worker(counts, remote, remote_workers, worker_cores, host_cores)
-    # The constant-batch ceiling is the client's only if the workers serving it had CPU to spare;
-    # otherwise it is a lower bound on what a client can take. Unknown workers (remote): unknown.
-    client_bound = None if transfer_worker_busy is None else transfer_worker_busy < WORKER_SATURATED_FRAC
+    limit = transfer_limit(transfer_worker_busy, transfer_client_busy)
 
     scaling: list[ScalingPoint] = []
     if not remote and per_worker is not None:
@@ -227,6 +227,8 @@ def plan_capacity(
             clients=clients,
         ))
 
+    short_transfer = (compute is not None and transfer is not None and transfer.high is not None
+                      and transfer.high < compute.batches_per_sec)
     reasons: list[str] = []
     if compute is None:
         worth = "unknown"
@@ -251,8 +253,7 @@ def plan_capacity(
             "adding workers does not add throughput, so the limit is not the workers' CPU (the client, the dispatcher "
             "or the network)"
         )
-    elif (transfer is not None and transfer.high is not None and transfer.high < compute.batches_per_sec
-          and client_bound):
+    elif short_transfer and limit == "client":
         worth = "transfer_bound"
         reasons.append(
             f"one client received at most {transfer.batches_per_sec:.1f} batches/s through the service even with "
@@ -275,6 +276,13 @@ def plan_capacity(
             reasons.append("this host alone feeds " + ", ".join(str(p.accelerators) for p in fed)
                            + " accelerator(s): the service is needed only beyond that")
 
+    if short_transfer and worth != "transfer_bound":
+        reasons.append(
+            f"caution: a constant batch reached only {transfer.batches_per_sec:.1f} batches/s through the service, "
+            f"less than one accelerator takes ({compute.batches_per_sec:.1f}), and on this host it cannot be told "
+            "whether the client or the worker set that limit: measure the service path on the real hosts"
+        )
+
     assumptions = [
         f"compute rate: {compute_source}",
         f"per-worker rate: {basis}; remote workers are assumed to have cores like this host's",
@@ -296,9 +304,13 @@ def plan_capacity(
     if transfer is not None:
         line = (f"client: one trainer process received at most {transfer.batches_per_sec:.1f} batches/s through "
                 "the service (a constant batch, loopback)")
-        if client_bound is False:
-            line += (f", while the worker serving it was busy {transfer_worker_busy:.0%} of its cores: the worker "
-                     "may have been the limit, so a client can take more and the clients counts are an upper bound")
+        busy = _busy_text(transfer_worker_busy, transfer_client_busy)
+        if limit == "client":
+            line += f"; {busy}: the client's own ceiling, and a network is slower, so the clients counts are a floor"
+        elif limit == "worker":
+            line += f"; {busy}: the worker may have been the limit, so the clients counts are an upper bound"
+        elif limit == "unclear":
+            line += f"; {busy}: whose ceiling it is cannot be told on this host"
         else:
             line += "; a network is slower, so the clients counts are a floor"
         assumptions.append(line)
@@ -312,7 +324,7 @@ def plan_capacity(
         worker_cores=worker_cores,
         host_cores=host_cores,
         transfer_batches_per_sec=None if transfer is None else transfer.batches_per_sec,
-        transfer_client_bound=client_bound,
+        transfer_limit=limit,
         scaling=tuple(scaling),
         scaling_checked=bool(checked),
         efficiency_used=efficiency,
@@ -387,3 +399,22 @@ def worker_busy(cpu_pct: Sequence[float] | None, worker_cores: int | None) -> fl
     if not cpu_pct or not worker_cores:
         return None
     return max(cpu_pct) / (100.0 * worker_cores)
+
+
+def transfer_limit(worker_busy: float | None, client_busy: float | None) -> str | None:
+    """Whose CPU set the constant-batch ceiling: the client's when it was saturated (busy ≥ 85% of
+    one core) while the worker had CPU to spare; the worker's in the opposite case; unclear when
+    both or neither were busy (a small host, or latency). None when either is unknown (remote)."""
+    if worker_busy is None or client_busy is None:
+        return None
+    worker, client = worker_busy >= BUSY_FRAC, client_busy >= BUSY_FRAC
+    if client and not worker:
+        return "client"
+    if worker and not client:
+        return "worker"
+    return "unclear"
+
+
+def _busy_text(worker_busy: float | None, client_busy: float | None) -> str:
+    return (f"the worker serving it was busy {worker_busy:.0%} of its cores and the client {client_busy:.0%} of a core"
+            if worker_busy is not None and client_busy is not None else "")

@@ -16,11 +16,11 @@ from pipediag.analysis.modes import ModeSummary
 from pipediag.scaling import ScaleResult
 
 _PLACEMENT = {
-    OWN_CORES: "own cores",
-    SHARES_CLIENT_CORES: "shares cores with client",
-    OVERSUBSCRIBED: "more workers than cores",
+    OWN_CORES: "own",
+    SHARES_CLIENT_CORES: "shared",
+    OVERSUBSCRIBED: "over",
     UNPINNED: "not pinned",
-    REMOTE: "remote deployment",
+    REMOTE: "remote",
 }
 _WORTH = {
     "yes": ("WORTH IT", "bold green"),
@@ -43,6 +43,15 @@ def _half(m: ModeSummary | None) -> str:
 
 def _workers(n: int | None) -> str:
     return "deployment" if n is None else f"{n} worker{'s' if n != 1 else ''}"
+
+
+def _cpu(values: tuple[float, ...] | None) -> str:
+    """Each worker's CPU, or their mean when there are more than two."""
+    if not values:
+        return ""
+    if len(values) <= 2:
+        return " ".join(f"{v:.0f}%" for v in values)
+    return f"avg {sum(values) / len(values):.0f}%"
 
 
 def header(r: ScaleResult) -> RenderableType:
@@ -83,9 +92,9 @@ def header(r: ScaleResult) -> RenderableType:
 def measured_table(r: ScaleResult) -> Table:
     table = Table(title="Measured", title_justify="left", expand=False, pad_edge=False)
     for name, justify in (("what", "left"), ("batches/s", "right"), ("±95%", "right"), ("per worker", "right"),
-                          ("scaling", "right"), ("worker CPU", "right"), ("client CPU", "right"), ("cores", "left")):
+                          ("scaling", "right"), ("worker CPU", "right"), ("client", "right"), ("cores", "left")):
         table.add_column(name, justify=justify, no_wrap=True)
-    rows = (("synthetic", "step, free input (synthetic)"), ("local_input_only", "local pipeline, no service"),
+    rows = (("synthetic", "synthetic (free input)"), ("local_input_only", "local, no service"),
             ("transfer", "service, constant batch"))
     for key, what in rows:
         m = r.modes.get(key)
@@ -93,8 +102,7 @@ def measured_table(r: ScaleResult) -> Table:
         if key == "transfer" and r.overhead is not None:
             if r.overhead.transfer_workers is not None:
                 note = _workers(r.overhead.transfer_workers)
-            if r.overhead.transfer_worker_cpu_pct:
-                cpu = " ".join(f"{v:.0f}%" for v in r.overhead.transfer_worker_cpu_pct)
+            cpu = _cpu(r.overhead.transfer_worker_cpu_pct)
         table.add_row(what, _num(m.batches_per_sec if m else None), _half(m), "", "", cpu,
                       _num(m.process_cpu_pct if m else None, "{:.0f}%"), note)
     points = {p.workers: p for p in (r.plan.scaling if r.plan else ())}
@@ -103,18 +111,20 @@ def measured_table(r: ScaleResult) -> Table:
         per = None if m is None or not m.batches_per_sec or not c.workers else m.batches_per_sec / c.workers
         point = points.get(c.workers)
         eff = _num(point.efficiency if point else None, "{:.0%}", "")
-        cpu = " ".join(f"{v:.0f}%" for v in c.worker_cpu_pct) if c.worker_cpu_pct else "n/a"
-        table.add_row(f"{_workers(c.workers)}: input only", _num(m.batches_per_sec if m else None), _half(m),
+        cpu = _cpu(c.worker_cpu_pct) or "n/a"
+        table.add_row(f"{_workers(c.workers)}: input", _num(m.batches_per_sec if m else None), _half(m),
                       _num(per, missing=""), eff, cpu, _num(m.process_cpu_pct if m else None, "{:.0f}%"),
                       _PLACEMENT.get(c.placement, c.placement))
         f = c.fed
-        table.add_row(f"{_workers(c.workers)}: feeding the step", _num(f.batches_per_sec if f else None), _half(f),
+        table.add_row(f"{_workers(c.workers)}: step fed", _num(f.batches_per_sec if f else None), _half(f),
                       "", "", "", _num(f.process_cpu_pct if f else None, "{:.0f}%"), "")
-    caption = ["worker CPU: each worker process over the mode, 100% = one core; "
-               "client CPU: pipediag's own process (receiving, and the step when fed)"]
+    caption = ["input: the pipeline through the service alone; step fed: feeding the step. worker CPU: each "
+               "worker process over the mode, 100% = one core; client: pipediag's own process (receiving, and "
+               "the step when fed). cores: own = each worker on core(s) of its own, one left for the client; "
+               "shared = the workers fill every core; over = more worker cores than the host has"]
     stops = [f"{name}: {m.stop_reason.replace('_', ' ')}" for name, m in r.modes.items() if m.stop_reason != "stable"]
     for c in r.counts:
-        for kind, m in (("input only", c.input_only), ("fed", c.fed)):
+        for kind, m in (("input", c.input_only), ("step fed", c.fed)):
             if m is not None and m.stop_reason != "stable":
                 stops.append(f"{_workers(c.workers)} {kind}: {m.stop_reason.replace('_', ' ')}")
     if stops:

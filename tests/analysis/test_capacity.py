@@ -4,7 +4,7 @@ import pytest
 
 from pipediag.analysis.capacity import (
     OVERSUBSCRIBED, OWN_CORES, SHARES_CLIENT_CORES, UNPINNED, CapacityPlan, CountRate, RateEstimate, placement,
-    plan_capacity, service_overhead, worker_busy,
+    plan_capacity, service_overhead, transfer_limit, worker_busy,
 )
 
 
@@ -103,17 +103,31 @@ def test_counts_that_share_cores_are_shown_but_not_judged():
     assert any("NOT checked here" in a and "2 core(s)" in a for a in p.assumptions)
 
 
-def test_transfer_bound_when_one_client_cannot_take_one_accelerators_batches():
-    p = plan(transfer=rate(60.0), transfer_worker_busy=0.5)
-    assert p.worth_it == "transfer_bound" and p.transfer_client_bound is True
+def test_transfer_bound_when_a_saturated_client_cannot_take_one_accelerators_batches():
+    p = plan(transfer=rate(60.0), transfer_worker_busy=0.5, transfer_client_busy=0.95)
+    assert p.worth_it == "transfer_bound" and p.transfer_limit == "client"
     assert "60.0 batches/s" in p.reasons[0]
+    assert any("client's own ceiling" in a for a in p.assumptions)
 
 
-def test_a_busy_worker_makes_the_transfer_ceiling_a_lower_bound_only():
-    p = plan(transfer=rate(60.0), transfer_worker_busy=0.97)
-    assert p.worth_it == "yes" and p.transfer_client_bound is False
-    assert any("busy 97% of its cores" in a and "upper bound" in a for a in p.assumptions)
-    assert plan(transfer=rate(60.0)).worth_it == "yes"  # worker CPU unknown (remote): no verdict on it
+@pytest.mark.parametrize("worker,client,limit", [(0.97, 0.5, "worker"), (0.95, 0.95, "unclear"),
+                                                 (0.4, 0.5, "unclear"), (None, 0.95, None)])
+def test_a_ceiling_that_cannot_be_put_on_the_client_only_cautions(worker, client, limit):
+    p = plan(transfer=rate(60.0), transfer_worker_busy=worker, transfer_client_busy=client)
+    assert p.worth_it == "yes" and p.transfer_limit == limit
+    assert any(r.startswith("caution: a constant batch reached only 60.0 batches/s") for r in p.reasons)
+
+
+def test_a_fast_enough_transfer_path_adds_no_caution():
+    p = plan(transfer=rate(500.0), transfer_worker_busy=0.97, transfer_client_busy=0.5)
+    assert p.transfer_limit == "worker" and not any("caution" in r for r in p.reasons)
+    assert any("upper bound" in a for a in p.assumptions)
+
+
+@pytest.mark.parametrize("worker,client,expected", [(0.5, 0.9, "client"), (0.9, 0.5, "worker"), (0.9, 0.9, "unclear"),
+                                                    (0.5, 0.5, "unclear"), (None, 0.9, None), (0.5, None, None)])
+def test_transfer_limit(worker, client, expected):
+    assert transfer_limit(worker, client) == expected
 
 
 def test_per_worker_rate_from_the_smallest_count_when_one_was_not_run():

@@ -47,16 +47,17 @@ def result(status="complete", shutdown=None):
 
 
 def test_measured_rows_per_worker_count():
-    out = text(measured_table(result()), width=140)
+    out = text(measured_table(result()), width=100)
     rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
             for line in out.splitlines() if line.startswith("│")}
-    assert rows["step, free input (synthetic)"][0] == "300.0"
-    assert rows["local pipeline, no service"][0] == "60.0"
+    assert rows["synthetic (free input)"][0] == "300.0"
+    assert rows["local, no service"][0] == "60.0"
     assert rows["service, constant batch"][0] == "220.0" and rows["service, constant batch"][-1] == "1 worker"
-    assert rows["1 worker: input only"][:5] == ["48.0", "1.4", "48.0", "100%", "94%"]
-    assert rows["2 workers: input only"][2:5] == ["35.0", "73%", "75% 73%"]
-    assert rows["2 workers: input only"][-1] == "shares cores with client"
-    assert rows["2 workers: feeding the step"][0] == "55.0"
+    assert rows["1 worker: input"][:5] == ["48.0", "1.4", "48.0", "100%", "94%"]
+    assert rows["2 workers: input"][2:5] == ["35.0", "73%", "75% 73%"]
+    assert rows["2 workers: input"][-1] == "shared"
+    assert rows["2 workers: step fed"][0] == "55.0"
+    assert "…" not in out  # nothing cut at 100 columns
 
 
 def test_full_report_has_overhead_plan_assumptions_visitation_and_shutdown():

@@ -10,7 +10,7 @@ Pure arithmetic on measured rates (batches/s with their 95% intervals):
 
 The transfer ceiling is a constant batch sent through the service: no preprocessing, only the
 service's own path (serialize, send, receive). It is the *client's* ceiling only when the client
-was saturated while the worker serving it had CPU to spare; otherwise no verdict rests on it.
+was saturated while the worker serving it was clearly not; otherwise no verdict rests on it.
 
 The per-worker rate is measured with one worker pinned to its own core(s). Scaling efficiency is
 taken from counts of two or more workers that each had cores of their own (with one core left
@@ -31,6 +31,7 @@ from pipediag.analysis.modes import ModeSummary
 
 SCALING_MIN_EFFICIENCY = 0.7  # a worker added less than 70% of a worker: the limit is elsewhere
 BUSY_FRAC = 0.85  # busy this share of its cores (a worker) or of one core (the client): saturated, as for a host
+SPARE_FRAC = 0.7  # below this share, idle at least 30% of the time: clearly not the limit
 
 OWN_CORES = "own_cores"  # every worker has its own cores, and one core is left for the client
 SHARES_CLIENT_CORES = "shares_client_cores"  # workers fill all cores: the client and step squeeze in
@@ -277,10 +278,18 @@ def plan_capacity(
                            + " accelerator(s): the service is needed only beyond that")
 
     if short_transfer and worth != "transfer_bound":
+        if limit == "worker":
+            who = "the worker serving it was the saturated one, so more workers may raise it"
+        elif limit is None:
+            who = "whose limit that is cannot be seen from here"
+        elif min(transfer_worker_busy, transfer_client_busy) >= SPARE_FRAC:
+            who = "the worker and the client were both near full, so it cannot be told whose limit that is"
+        else:
+            who = "neither the worker nor the client was saturated (latency may set the pace)"
         reasons.append(
             f"caution: a constant batch reached only {transfer.batches_per_sec:.1f} batches/s through the service, "
-            f"less than one accelerator takes ({compute.batches_per_sec:.1f}), and on this host it cannot be told "
-            "whether the client or the worker set that limit: measure the service path on the real hosts"
+            f"less than one accelerator takes ({compute.batches_per_sec:.1f}); {who}: measure the service path "
+            "on the real hosts"
         )
 
     assumptions = [
@@ -403,14 +412,14 @@ def worker_busy(cpu_pct: Sequence[float] | None, worker_cores: int | None) -> fl
 
 def transfer_limit(worker_busy: float | None, client_busy: float | None) -> str | None:
     """Whose CPU set the constant-batch ceiling: the client's when it was saturated (busy ≥ 85% of
-    one core) while the worker had CPU to spare; the worker's in the opposite case; unclear when
-    both or neither were busy (a small host, or latency). None when either is unknown (remote)."""
+    one core) while the worker was clearly not (idle at least 30% of the time); the worker's in
+    the opposite case; otherwise unclear (both near full, as on a small host, or neither busy, as
+    when latency sets the pace). None when either is unknown (a remote deployment)."""
     if worker_busy is None or client_busy is None:
         return None
-    worker, client = worker_busy >= BUSY_FRAC, client_busy >= BUSY_FRAC
-    if client and not worker:
+    if client_busy >= BUSY_FRAC and worker_busy < SPARE_FRAC:
         return "client"
-    if worker and not client:
+    if worker_busy >= BUSY_FRAC and client_busy < SPARE_FRAC:
         return "worker"
     return "unclear"
 

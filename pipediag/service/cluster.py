@@ -3,7 +3,7 @@
 Each server is a separate process (`pipediag.service.server`) in a session of its own, so the
 terminal's Ctrl-C reaches only pipediag, which then stops the servers in order. A server binds
 port 0 and reports the port the operating system gave it. Stopping closes each server's stdin
-(it stops its server and exits), then, after a timeout, sends SIGTERM and SIGKILL to its process
+(it exits at once: a server keeps nothing to save), then, after a timeout, sends SIGTERM and SIGKILL to its process
 group. `stop()` runs from the context manager, from `atexit` for an interpreter that exits
 without it, and a server whose parent died sees its stdin close and exits by itself.
 

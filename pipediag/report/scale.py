@@ -98,17 +98,16 @@ def measured_table(r: ScaleResult) -> Table:
             ("transfer", "service, constant batch"))
     for key, what in rows:
         m = r.modes.get(key)
-        note = cpu = ""
+        cpu = ""
         if key == "transfer" and r.overhead is not None:
-            if r.overhead.transfer_workers is not None:
-                note = _workers(r.overhead.transfer_workers)
             cpu = _cpu(r.overhead.transfer_worker_cpu_pct)
         table.add_row(what, _num(m.batches_per_sec if m else None), _half(m), "", "", cpu,
-                      _num(m.process_cpu_pct if m else None, "{:.0f}%"), note)
+                      _num(m.process_cpu_pct if m else None, "{:.0f}%"), "")
     points = {p.workers: p for p in (r.plan.scaling if r.plan else ())}
     for c in r.counts:
         m = c.input_only
-        per = None if m is None or not m.batches_per_sec or not c.workers else m.batches_per_sec / c.workers
+        n = c.workers if c.workers is not None else r.settings.get("remote_workers")
+        per = None if m is None or not m.batches_per_sec or not n else m.batches_per_sec / n
         point = points.get(c.workers)
         eff = _num(point.efficiency if point else None, "{:.0%}", "")
         cpu = _cpu(c.worker_cpu_pct) or "n/a"

@@ -52,7 +52,7 @@ def test_measured_rows_per_worker_count():
             for line in out.splitlines() if line.startswith("│")}
     assert rows["synthetic (free input)"][0] == "300.0"
     assert rows["local, no service"][0] == "60.0"
-    assert rows["service, constant batch"][0] == "220.0" and rows["service, constant batch"][-1] == "1 worker"
+    assert rows["service, constant batch"][0] == "220.0"
     assert rows["1 worker: input"][:5] == ["48.0", "1.4", "48.0", "100%", "94%"]
     assert rows["2 workers: input"][2:5] == ["35.0", "73%", "75% 73%"]
     assert rows["2 workers: input"][-1] == "shared"

@@ -195,18 +195,19 @@ def scale(
     sampler = Sampler(gpu_reader=GpuReader(nvml_lib), hz=sample_hz, clock_ns=clock_ns)
     with _Interrupts() as interrupts:
         progress = _Checked(progress or _Silent(), interrupts)
+        progress.phase("reading the environment")
+        state.environment = collect(nvml_lib=nvml_lib)
+        sampler.start()
         try:
-            progress.phase("reading the environment")
-            state.environment = collect(nvml_lib=nvml_lib)
-            sampler.start()
+            if remote:  # before minutes of local measurement, not after
+                progress.phase(f"checking the dispatcher at {host}:{port}")
+                probe(host, port, timeout_s=min(contact_timeout_s, 10.0))
             dataset, the_step, first_batch = _prepare(state, builder, model, step, step_label, builder_kwargs or {},
                                                       batch_size, batched, batch_format, progress, clock_ns)
-            measure = _Measure(state, sampler, dataset, the_step, first_batch, rule, processing_mode,
+            measure = _Measure(state, dataset, the_step, first_batch, rule, processing_mode,
                                contact_timeout_s, progress, interrupts.check, clock_ns)
             measure.local()
             if remote:
-                progress.phase(f"checking the dispatcher at {host}:{port}")
-                probe(host, port, timeout_s=min(contact_timeout_s, 10.0))
                 state.service_target = service_target
                 measure.transfer(service_target, None)
                 measure.count(service_target, None, None)
@@ -307,10 +308,10 @@ def _measure_local_service(state: _Run, measure: _Measure, counts: tuple[int, ..
 class _Measure:
     """Runs the modes of a scale measurement, recording into the run's state."""
 
-    def __init__(self, state: _Run, sampler: Sampler, dataset, step: Step, first_batch, rule: StopRule,
+    def __init__(self, state: _Run, dataset, step: Step, first_batch, rule: StopRule,
                  processing_mode: str, contact_timeout_s: float, progress: Progress, check: Callable[[], None],
                  clock_ns):
-        self.state, self.sampler, self.dataset, self.step = state, sampler, dataset, step
+        self.state, self.dataset, self.step = state, dataset, step
         self.first_batch, self.rule, self.processing_mode = first_batch, rule, processing_mode
         self.contact_timeout_s, self.progress, self.check, self.clock_ns = contact_timeout_s, progress, check, clock_ns
         self.batch_format = step.info.batch_format

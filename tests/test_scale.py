@@ -98,3 +98,22 @@ def test_remote_service_is_used_and_left_running():
 def test_bad_options_are_usage_errors(kwargs, match):
     with pytest.raises(UsageError, match=match):
         scale(pipelines.in_memory, **kwargs)
+
+
+def test_an_unreachable_dispatcher_fails_before_anything_is_built():
+    import socket
+
+    from pipediag.service.cluster import ServiceError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    built = []
+
+    def builder():
+        built.append(True)
+        return pipelines.in_memory()
+
+    with pytest.raises(ServiceError, match="cannot reach the tf.data service dispatcher"):
+        scale(builder, service=f"grpc://127.0.0.1:{port}", stop_rule=QUICK)
+    assert built == []

@@ -270,7 +270,10 @@ class LocalCluster:
                     try:
                         report = json.loads(line)
                     except ValueError:
-                        proc.popen.wait(timeout=self.stop_timeout_s)
+                        try:
+                            proc.popen.wait(timeout=self.stop_timeout_s)
+                        except subprocess.TimeoutExpired:
+                            pass  # it printed something else and lives on: stop() ends it
                         raise ServiceError(
                             f"the tf.data service {proc.role} exited while starting (exit code {proc.popen.returncode})",
                             "see its log below; the servers need the same TensorFlow as pipediag"

@@ -87,6 +87,7 @@ def diagnose(
     step_label: str | None = None,
     progress: Progress | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
+    scale_command: str | None = None,
 ) -> Diagnosis:
     """Diagnose a tf.data pipeline feeding a training step.
 
@@ -100,6 +101,8 @@ def diagnose(
     anatomy: time the pipeline cut after each stage and name the slow stage (with input_only mode,
     as it measures the input side too).
     thorough: longer windows for the anatomy and the ablation, and all-but-one ablation runs.
+    scale_command: the `pipediag scale` command line a tf.data service fix should quote (the CLI
+    passes the user's own target and options).
     """
     if model is not None and step is not None:
         raise UsageError("give a model or a step, not both", "--model for a Keras model, --step for your own step")
@@ -130,7 +133,7 @@ def diagnose(
         log = sampler.stop()
     if sampler.error is not None:
         state.notes.append(f"the sampler stopped early: {type(sampler.error).__name__}: {sampler.error}")
-    return _conclude(state, log, rule, batch_size, batch_format, (clock_ns() - started) / 1e9)
+    return _conclude(state, log, rule, batch_size, batch_format, (clock_ns() - started) / 1e9, scale_command)
 
 
 def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, builder_kwargs, batch_size, batched,
@@ -306,7 +309,8 @@ def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
     return notes
 
 
-def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapsed_s: float) -> Diagnosis:
+def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapsed_s: float,
+              scale_command: str | None = None) -> Diagnosis:
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
     complete = not state.interrupted
     framework = _framework(state)
@@ -327,6 +331,7 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
             gpu_present=bool(state.environment and state.environment.gpus),
             tf_gpu_without_memory_growth=bool(state.environment and state.environment.tf_gpu_without_memory_growth),
             framework=framework,
+            stages=state.stages, scale_command=scale_command,
         )
     return Diagnosis(
         status="complete" if complete else "interrupted",

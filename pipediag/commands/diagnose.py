@@ -76,6 +76,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag import api
     from pipediag.builder import target as targets
     from pipediag.builder import tfds_target
+    from pipediag.commands.scale import scale_command
     from pipediag.modes.runner import StopRule
     from pipediag.report.terminal import render_diagnosis
 
@@ -102,6 +103,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         ram_budget_bytes=args.ram_budget_mb * 2**20 if args.ram_budget_mb else None,
         thorough=args.thorough,
         label=label,
+        scale_command=scale_command(args),
     )
     if args.quiet:
         diagnosis = api.diagnose(builder, **options)

@@ -93,7 +93,10 @@ def code(kind: str, stage: str | None, **details) -> str:
         note = f"{size} on disk, " if size else ""
         return f"ds = ds.{stage or 'map(...)'}.snapshot('/fast/disk/snapshot_dir')  # {note}written once, then read back"
     if kind == "tf_data_service":
+        command = details.get("command") or "pipediag scale data.py:make_dataset --workers 1,2,4 --accelerators 1,8"
         return (
+            "# measure first: how many workers it takes, and whether it is worth it\n"
+            f"#   {command}\n"
             "ds = ds.apply(tf.data.experimental.service.distribute(\n"
             "    processing_mode='parallel_epochs', service='grpc://DISPATCHER:5000'))"
         )

@@ -8,18 +8,22 @@ applied, and the basis says so. Changes that were applied but gained nothing are
 recommended: they are listed as tried. A fix that pipediag could not measure says so in
 `basis`, and is offered only when a measurement points at it (the verdict, the CPU pattern, a
 size estimate).
+tf.data service is offered only when the cores stay full after tuning while the step still waits,
+with the `pipediag scale` command that measures it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipediag.analysis.ablation import MIN_GAIN, Ablation, ChangeEffect, classify
-from pipediag.analysis.modes import Ratio, ModeSummary, rate_ratio
+from pipediag.analysis.modes import ModeSummary, Ratio, input_side_cpu, rate_ratio
+from pipediag.builder.stages import Stage
 from pipediag.fixes import catalog
 from pipediag.modes.changes import Change
-from pipediag.verdict.rules import GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, Verdict
+from pipediag.verdict.rules import GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, Verdict, classify_cpu
 from pipediag.verdict.thresholds import INPUT_WAIT_HIGH
 
 __all__ = ["MIN_GAIN", "Fix", "Recommendation", "recommend"]
@@ -89,6 +93,8 @@ def recommend(
     tf_gpu_without_memory_growth: bool = False,
     framework: str | None = None,
     ablation: Ablation | None = None,
+    stages: Sequence[Stage] = (),
+    scale_command: str | None = None,
 ) -> Recommendation:
     """`framework`: the step's (jax, torch, tensorflow), so fixes to the step are written for it."""
     fw = framework if framework in ("jax", "torch") else "tensorflow"
@@ -141,16 +147,10 @@ def recommend(
         for c in changes:
             if c.kind == "cache" and not c.applied and c.reason and "snapshot" in c.reason:
                 fixes.append(_fix("snapshot", c.stage, f"not measured: {c.reason}", **c.details))
-        still_waiting = tuned is not None and (tuned.input_wait_frac or 0) >= INPUT_WAIT_HIGH
-        saturated = verdict.cpu_pattern is not None and verdict.cpu_pattern.kind == "saturated"
-        if verdict.bottleneck == "input" and saturated and (still_waiting or not measured):
-            fixes.append(
-                _fix(
-                    "tf_data_service", None,
-                    "not measured: every core was busy while the step waited"
-                    + (", and still input-bound after tuning" if still_waiting else ""),
-                )
-            )
+        if verdict.bottleneck == "input":
+            service = _service_fix(verdict, tuned, stages, scale_command)
+            if service is not None:
+                fixes.append(service)
     elif verdict.bottleneck == "memory":
         oom = "oom_mode" in verdict.facts
         what = "the step ran out of memory at this batch size" if oom else "memory is nearly full at this batch size"
@@ -203,3 +203,30 @@ def _jax_allocator_basis(modes: dict[str, ModeSummary | None]) -> str:
         return (f"not measured: JAX may use {peak.limit_bytes / 2**30:.1f} of the GPU's {total / 2**30:.1f} GiB "
                 f"({100 * peak.limit_bytes / total:.0f}%)")
     return "not measured: JAX reserves 75% of GPU memory unless told otherwise"
+
+
+def _service_fix(verdict: Verdict, tuned: ModeSummary | None, stages: Sequence[Stage],
+                 scale_command: str | None) -> Fix | None:
+    """tf.data service, only when the host's cores are full even after tuning and the step still
+    waits: then no change on this host can help, and moving preprocessing off it is what is left.
+    It stays unmeasured here (a service on this same saturated host could show its overhead,
+    never its gain); the fix hands over the exact `pipediag scale` command that measures it."""
+    saturated = verdict.cpu_pattern is not None and verdict.cpu_pattern.kind == "saturated"
+    if not saturated or tuned is None or not tuned.measured:
+        return None
+    tuned_wait = tuned.input_wait_frac or 0.0
+    if tuned_wait < INPUT_WAIT_HIGH:
+        return None
+    tuned_side = input_side_cpu(tuned, None)
+    if tuned_side is None or classify_cpu(tuned_side).kind != "saturated":
+        return None
+    basis = (
+        f"not measured: every core was busy while the step waited, and after tuning the step still waited "
+        f"{100 * tuned_wait:.0f}% of the time with the cores still full ({tuned_side.cpu.busy_cores:.1f} of "
+        f"{tuned_side.cpu.cores} busy); `pipediag scale` measures the service and how many workers it takes"
+    )
+    python = [s.label for s in stages if s.has_py_function]
+    if python:
+        basis += (f"; first rewrite {', '.join(f'`{p}`' for p in python)} with TensorFlow ops: it calls Python, "
+                  "which service workers cannot run")
+    return _fix("tf_data_service", None, basis, command=scale_command)

@@ -3,11 +3,12 @@ from dataclasses import replace
 import pytest
 
 from pipediag.analysis.gpu import PeakMemory
+from pipediag.builder.stages import Stage
 from pipediag.fixes import catalog
 from pipediag.fixes.recommend import recommend
 from pipediag.modes.changes import Change
 from pipediag.verdict.rules import GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, CpuPattern, Verdict
-from tests.summaries import GiB, summary
+from tests.summaries import GiB, summary, waiting_cpu
 
 
 def verdict(bottleneck, pattern=None, **facts):
@@ -39,11 +40,45 @@ def test_changes_without_a_measurable_gain_are_tried_not_recommended():
     assert [c.kind for c in rec.tried] == ["parallel_map", "prefetch"]
 
 
-def test_saturated_cpus_still_waiting_after_tuning_suggest_tf_data_service():
-    rec = recommend(verdict("input", "saturated"), modes(50, 80, tuned_wait=0.5), [PARALLEL], gpu_present=False)
+def saturated_tuned(wait=0.5, per_core=(95, 92)):
+    return {"pipeline": summary("pipeline", 50, wait=0.6),
+            "tuned": summary("tuned", 80, wait=wait, waiting=waiting_cpu(list(per_core)))}
+
+
+SCALE = "pipediag scale data.py:make_dataset --model train.py:make_model --workers 1,2,4 --accelerators 1,8"
+
+
+def test_cores_full_and_still_waiting_after_tuning_point_at_tf_data_service_and_pipediag_scale():
+    rec = recommend(verdict("input", "saturated"), saturated_tuned(), [PARALLEL], gpu_present=False,
+                    scale_command=SCALE)
     kinds = [f.kind for f in rec.fixes]
     assert kinds == ["parallel_map", "tf_data_service"]
-    assert rec.fixes[1].measured_speedup is None and rec.fixes[1].basis.startswith("not measured")
+    service = rec.fixes[1]
+    assert service.measured_speedup is None and service.basis.startswith("not measured")
+    assert "still waited 50% of the time with the cores still full (1.9 of 2 busy)" in service.basis
+    assert f"#   {SCALE}" in service.code and "distribute(" in service.code
+
+
+@pytest.mark.parametrize("case", ["pattern_not_saturated", "tuned_not_waiting", "tuned_cores_not_full", "no_tuned"])
+def test_tf_data_service_needs_full_cores_and_waiting_even_after_tuning(case):
+    pattern = "partial" if case == "pattern_not_saturated" else "saturated"
+    modes = {
+        "pattern_not_saturated": saturated_tuned(),
+        "tuned_not_waiting": saturated_tuned(wait=0.1),
+        "tuned_cores_not_full": saturated_tuned(per_core=(60, 40)),
+        "no_tuned": {"pipeline": summary("pipeline", 50, wait=0.6), "tuned": None},
+    }[case]
+    rec = recommend(verdict("input", pattern), modes, [PARALLEL], gpu_present=False)
+    assert "tf_data_service" not in [f.kind for f in rec.fixes]
+
+
+def test_tf_data_service_fix_says_a_python_stage_must_go_first():
+    stages = [Stage(0, "n0", "TensorSliceDataset", "source"),
+              Stage(1, "n1", "MapDataset", "map", function="slow_read", has_py_function=True)]
+    rec = recommend(verdict("input", "saturated"), saturated_tuned(), [], gpu_present=False, stages=stages)
+    service = next(f for f in rec.fixes if f.kind == "tf_data_service")
+    assert "first rewrite `map(slow_read)` with TensorFlow ops" in service.basis
+    assert "pipediag scale data.py:make_dataset" in service.code  # a generic command without the CLI's
 
 
 def test_cache_over_ram_budget_becomes_a_snapshot_suggestion():

@@ -26,7 +26,7 @@ def test_dlpack_batches_go_into_jax_and_torch_unchanged():
     assert isinstance(x, DlpackTensor) and x.shape == (3, 4) and x.__dlpack_device__() == (1, 0)
     assert np.array_equal(np.asarray(jnp.from_dlpack(x)), np.arange(12, dtype="float32").reshape(3, 4))
     assert torch.from_dlpack(y).tolist() == [0, 1, 2]
-    assert same_batch(feed.first, next(iter(dataset())))  # the tuned-mode check sees through the wrapper
+    assert same_batch(feed.firsts[0], next(iter(dataset())))  # the tuned-mode check sees through the wrapper
 
 
 def test_dlpack_constant_feed_for_synthetic_mode():

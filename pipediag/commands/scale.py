@@ -1,0 +1,122 @@
+"""`pipediag scale`: the pipeline on tf.data service, per worker count, and how many workers it takes."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+from rich.console import Console
+
+from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_OK, RichProgress, positive_float, positive_int
+from pipediag.commands.diagnose import add_target_arguments, load_step_options
+from pipediag.errors import UsageError
+
+
+def positive_ints(text: str) -> list[int]:
+    """`1,2,4` -> [1, 2, 4]."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError("give positive integers, e.g. 1,2,4")
+    return values
+
+
+def register(sub) -> None:
+    s = sub.add_parser("scale", help="measure the pipeline on tf.data service and plan the workers")
+    s.add_argument("target", nargs="?", help="dataset builder: file.py:function or package.module:function; "
+                   "or tfds:NAME, a tensorflow-datasets dataset already on disk")
+    s.add_argument("--demo", action="store_true", help="scale the built-in example (no code of yours needed)")
+    add_target_arguments(s)
+    s.add_argument("--data-dir", metavar="DIR", help="tfds:NAME targets: the tfds data dir it was prepared in "
+                   "(default: tfds' own); nothing is ever downloaded")
+    s.add_argument("--split", help="tfds:NAME targets: the split to read (default: train)")
+    where = s.add_argument_group("the service")
+    where.add_argument("--workers", type=positive_ints, metavar="N,N,...",
+                       help="local worker counts to measure (default: 1, 2, 4, ... up to this host's cores)")
+    where.add_argument("--worker-cores", type=positive_int, default=1,
+                       help="cores each local worker is pinned to (default: 1)")
+    where.add_argument("--service", metavar="grpc://HOST:PORT", help="use this existing dispatcher; start nothing")
+    where.add_argument("--remote-workers", type=positive_int, metavar="N",
+                       help="how many workers the --service deployment has (for its per-worker rate)")
+    where.add_argument("--processing-mode", choices=["parallel_epochs", "distributed_epoch"], default="parallel_epochs",
+                       help="parallel_epochs: each worker runs the whole dataset; distributed_epoch: the source is "
+                            "split among workers (default: parallel_epochs)")
+    where.add_argument("--start-timeout", type=positive_float, default=120.0,
+                       help="seconds to wait for local servers to start (default: 120)")
+    plan = s.add_argument_group("the plan")
+    plan.add_argument("--accelerators", type=positive_ints, default=[1, 8], metavar="N,N,...",
+                      help="accelerator counts to plan for (default: 1,8)")
+    plan.add_argument("--compute-rate", type=positive_float, metavar="BATCHES_PER_SEC",
+                      help="batches/s one accelerator takes (default: the step's free-input rate measured here)")
+    s.add_argument("--json", metavar="FILE", help="write the result as JSON (schema_version 1, kind scale)")
+
+
+def scale_command(args: argparse.Namespace) -> str:
+    """The `pipediag scale` command line for the target and step options of a diagnose run."""
+    parts = ["pipediag", "scale"]
+    parts.append("--demo" if getattr(args, "demo", False) else args.target)
+    if getattr(args, "data_dir", None):
+        parts += ["--data-dir", args.data_dir]
+    if getattr(args, "split", None):
+        parts += ["--split", args.split]
+    if args.model:
+        parts += ["--model", args.model]
+    if args.step:
+        parts += ["--step", args.step]
+    if args.batch_size:
+        parts += ["--batch-size", str(args.batch_size)]
+    for arg in args.arg:
+        parts += ["--arg", arg]
+    if args.batched:
+        parts.append("--batched")
+    if args.batch_format != "tf":
+        parts += ["--batch-format", args.batch_format]
+    parts += ["--workers", "1,2,4", "--accelerators", "1,8"]
+    return shlex.join(parts)
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from pipediag import scale as scaling
+    from pipediag.builder import target as targets
+    from pipediag.builder import tfds_target
+    from pipediag.diagnosis import write_json
+    from pipediag.modes.runner import StopRule
+    from pipediag.report.scale import render_scale
+
+    if args.demo == bool(args.target):
+        raise UsageError("give a TARGET or --demo (not both)", "pipediag scale path/to/data.py:make_dataset")
+    if (args.data_dir or args.split) and not tfds_target.is_tfds_target(args.target):
+        raise UsageError("--data-dir and --split are for tfds:NAME targets",
+                         "pass your builder's own arguments with --arg data_dir=... ")
+    import pipediag.backends.tf  # noqa: F401  (before the user's file: TensorFlow's start-up log is filtered)
+    if args.demo:
+        from pipediag import demo
+
+        builder, label = demo.make_dataset, "pipediag.demo:make_dataset (built-in example)"
+    elif tfds_target.is_tfds_target(args.target):
+        builder, label = tfds_target.load(args.target, args.data_dir, args.split), args.target
+    else:
+        builder, label = targets.load_callable(args.target), args.target
+    options = load_step_options(args)
+    options.update(
+        workers=args.workers, worker_cores=args.worker_cores, service=args.service,
+        remote_workers=args.remote_workers, processing_mode=args.processing_mode,
+        accelerators=tuple(args.accelerators), compute_rate=args.compute_rate,
+        start_timeout_s=args.start_timeout, stop_rule=StopRule(max_seconds=args.max_seconds), label=label,
+    )
+
+    # Ctrl-C and SIGTERM (a job scheduler, `kill`) end the run alike: scale() stops the servers
+    # and returns what was measured, and the partial report is printed and written.
+    if args.quiet:
+        result = scaling.scale(builder, **options)
+    else:
+        with RichProgress(err) as progress:
+            result = scaling.scale(builder, progress=progress, **options)
+    if args.json:
+        write_json(result.to_dict(), args.json)
+    out.print(render_scale(result))
+    if args.json:
+        err.print(f"[dim]wrote {args.json}[/dim]")
+    return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK

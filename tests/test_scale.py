@@ -1,0 +1,119 @@
+"""`pipediag.scale()` end to end with real local tf.data service processes (kept short)."""
+
+import psutil
+import pytest
+
+from pipediag.errors import UsageError
+from pipediag.modes.runner import StopRule
+from pipediag.scale import default_workers, scale
+from pipediag.scaling import ScaleResult
+from pipediag.service.cluster import LocalCluster, alive, listening
+from tests.fixtures import pipelines
+
+QUICK = StopRule(max_seconds=1.0, min_seconds=0.3, min_steps=5, warmup_steps=2)
+
+
+def no_children():
+    return [c for c in psutil.Process().children(recursive=True) if alive(c.pid)] == []
+
+
+def test_default_workers_are_powers_of_two_within_the_cores():
+    assert default_workers(1, 2) == (1, 2)
+    assert default_workers(1, 8) == (1, 2, 4, 8)
+    assert default_workers(2, 6) == (1, 2)
+    assert default_workers(4, 2) == (1,)
+
+
+def test_local_service_is_measured_planned_and_stopped():
+    result = scale(pipelines.in_memory, step=pipelines.light_step(), workers=(1,), stop_rule=QUICK,
+                   accelerators=(1, 4))
+    assert result.status == "complete"
+    assert set(result.modes) == {"synthetic", "local_input_only", "transfer"}
+    (count,) = result.counts
+    assert count.workers == 1 and count.input_only.steps >= 5 and count.fed.steps >= 5
+    assert count.worker_cpu_pct is not None and len(count.worker_cpu_pct) == 1
+    assert result.service.kind == "local" and result.service.target.startswith("grpc://127.0.0.1:")
+    assert [s.role for s in result.service.servers] == ["dispatcher", "worker"]
+    shutdown = result.service.shutdown
+    assert shutdown.clean and shutdown.leftover_pids == () and shutdown.leftover_ports == ()
+    assert no_children()
+    assert listening({s.port for s in result.service.servers})[0] == ()
+    plan = result.plan
+    assert [a.accelerators for a in plan.accelerators] == [1, 4]
+    assert plan.per_worker_batches_per_sec == pytest.approx(count.input_only.batches_per_sec)
+    assert plan.compute_batches_per_sec == pytest.approx(result.modes["synthetic"].batches_per_sec)
+    assert "there is no accelerator here" in plan.assumptions[0]
+    assert result.overhead.transfer_workers == 1 and result.overhead.per_batch_ms > 0
+    assert any("parallel_epochs" in line for line in result.visitation)
+    again = ScaleResult.from_dict(result.to_dict())
+    assert again.to_dict() == result.to_dict()
+
+
+def test_py_function_pipeline_is_refused_before_any_server_starts():
+    with pytest.raises(UsageError, match="map\\(slow_read\\)"):
+        scale(pipelines.serial_sleep_map, step=pipelines.light_step(), workers=(1,), stop_rule=QUICK)
+    assert no_children()
+
+
+class _FailInService:
+    """A progress callback that fails once the service is running: an error mid-run."""
+
+    def phase(self, text):
+        if text == "1w input mode":
+            raise RuntimeError("boom while the service runs")
+
+    def mode(self, *args):
+        pass
+
+
+def test_an_error_while_the_service_runs_stops_every_server():
+    with pytest.raises(RuntimeError, match="boom"):
+        scale(pipelines.in_memory, step=pipelines.light_step(), workers=(1,), stop_rule=QUICK,
+              progress=_FailInService())
+    assert no_children()
+
+
+def test_remote_service_is_used_and_left_running():
+    with LocalCluster() as deployment:
+        deployment.add_workers(1)
+        result = scale(pipelines.in_memory, step=pipelines.light_step(), service=deployment.target,
+                       remote_workers=1, stop_rule=QUICK, accelerators=(1,))
+        assert all(alive(s.pid) for s in deployment.servers)  # not pipediag's to stop
+    assert result.service.kind == "remote" and result.service.servers == () and result.service.shutdown is None
+    (count,) = result.counts
+    assert count.workers is None and count.placement == "remote"
+    assert count.worker_cpu_pct is None and "remote" in count.worker_cpu_reason
+    assert result.plan.per_worker_batches_per_sec == pytest.approx(count.input_only.batches_per_sec)
+    assert result.settings["workers"] is None and result.settings["remote_workers"] == 1
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(service="grpc://x:1", workers=(1,)), "--workers starts local workers"),
+    (dict(remote_workers=2), "--remote-workers describes"),
+    (dict(processing_mode="off"), "unknown processing mode"),
+    (dict(worker_cores=64), "--worker-cores 64"),
+    (dict(service="nonsense"), "not a tf.data service address"),
+    (dict(workers=(0,)), "must be positive"),
+])
+def test_bad_options_are_usage_errors(kwargs, match):
+    with pytest.raises(UsageError, match=match):
+        scale(pipelines.in_memory, **kwargs)
+
+
+def test_an_unreachable_dispatcher_fails_before_anything_is_built():
+    import socket
+
+    from pipediag.service.cluster import ServiceError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    built = []
+
+    def builder():
+        built.append(True)
+        return pipelines.in_memory()
+
+    with pytest.raises(ServiceError, match="cannot reach the tf.data service dispatcher"):
+        scale(builder, service=f"grpc://127.0.0.1:{port}", stop_rule=QUICK)
+    assert built == []

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import psutil
 
+from pipediag import stats
 from pipediag.analysis.modes import input_side_cpu, summarize
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 from pipediag.environment import Environment, collect
@@ -172,10 +173,17 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         progress.phase(f"{name} mode")
         if with_step:
             memory.start()
+        stepping: dict[str, Any] = {}
+        if with_step and the_step.dispatch is not None:
+            # One step in flight while the next batch is fetched, as a training loop runs a
+            # JAX or PyTorch step; the wait is the part of each fetch the device did not hide.
+            stepping = dict(step=None, dispatch=the_step.dispatch, hideable_ns=hideable.get("ns"))
+        elif with_step:
+            stepping = dict(step=the_step.run)
         try:
             result = run_mode(
-                name, next_batch, the_step.run if with_step else None, mode_rule or rule,
-                clock_ns=clock_ns, progress=progress.mode, **kw,
+                name, next_batch, stepping.pop("step", None), mode_rule or rule,
+                clock_ns=clock_ns, progress=progress.mode, **stepping, **kw,
             )
         finally:
             if isinstance(next_batch, BatchFeed):
@@ -195,7 +203,10 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
             raise KeyboardInterrupt
         return result
 
+    hideable: dict[str, int | None] = {}  # the device work a fetch can hide behind, from synthetic mode
     synthetic = run("synthetic", constant_feed(first_batch, the_step.info.batch_format), True, first_step_is_compile=True)
+    if synthetic.block_ns:
+        hideable["ns"] = int(stats.median(synthetic.block_ns))
     oom = synthetic.stop_reason == "out_of_memory"
     if oom:
         state.notes.append("the step ran out of memory with free input: pipeline and tuned modes were skipped")

@@ -181,10 +181,11 @@ def write_text(text: str, path: str) -> None:
 
 
 def load_json(path: str) -> dict[str, Any]:
-    """A pipediag JSON file as a dict (a diagnosis, a comparison or a sweep: see its "kind"), with usage errors a user can act on."""
+    """A pipediag JSON file as a dict (a diagnosis, comparison, sweep or scale result: see its
+    "kind"), with usage errors a user can act on."""
     try:
         with open(path) as f:
-            return json.load(f)
+            data = json.load(f)
     except FileNotFoundError:
         raise UsageError(f"no such file: {path}", "give the path of a JSON file written by --json") from None
     except json.JSONDecodeError as error:

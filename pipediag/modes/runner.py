@@ -3,7 +3,14 @@
 Pure Python: it takes a `next_batch()` callable (the input side) and an optional `step(batch)`
 callable (which must return only once the work is really done), and an injected clock. Each
 timed step records two numbers: nanoseconds spent waiting for the batch, and nanoseconds in the
-step. Everything TensorFlow-specific is in `plan`, which builds those callables.
+step. The callables are built elsewhere (modes/feeds.py, steps/).
+
+A step that can be *dispatched* (`dispatch(batch)` returns at once, with a `finish()` that waits
+for the device work, as a JAX or PyTorch step does) runs the way a real training loop runs it:
+one step in flight while the next batch is fetched (lag 1: fetch batch i, wait for step i-1,
+dispatch step i). Then the time spent fetching is not all time the device waited: a fetch that
+ends while the previous step is still running was hidden behind it. `Overlapped` says how much
+of each fetch was exposed; that exposed part is the step's wait.
 """
 
 from __future__ import annotations
@@ -74,6 +81,15 @@ class ModeRun:
     error: ErrorInfo | None = None
     notes: tuple[str, ...] = ()
     device_memory: FrameworkMemory | None = None  # the framework's own peak over the mode, when it tells
+    # Lag-1 overlap only (empty for a step timed synchronously): per timed step, the time taken
+    # to fetch the batch and the time then spent waiting for the previous step's device work.
+    fetch_ns: tuple[int, ...] = ()
+    block_ns: tuple[int, ...] = ()
+    hideable_ns: int | None = None  # the device work a fetch could hide behind (see Overlapped)
+
+    @property
+    def overlapped(self) -> bool:
+        return bool(self.fetch_ns)
 
     @property
     def steps(self) -> int:
@@ -97,6 +113,9 @@ class ModeRun:
             "error": None if self.error is None else vars(self.error).copy(),
             "notes": list(self.notes),
             "device_memory": None if self.device_memory is None else self.device_memory.to_dict(),
+            "fetch_ns": list(self.fetch_ns),
+            "block_ns": list(self.block_ns),
+            "hideable_ns": self.hideable_ns,
         }
 
     @classmethod
@@ -114,6 +133,9 @@ class ModeRun:
             error=None if d.get("error") is None else ErrorInfo(**d["error"]),
             notes=tuple(d.get("notes", ())),
             device_memory=None if d.get("device_memory") is None else FrameworkMemory.from_dict(d["device_memory"]),
+            fetch_ns=tuple(d.get("fetch_ns", ())),
+            block_ns=tuple(d.get("block_ns", ())),
+            hideable_ns=d.get("hideable_ns"),
         )
 
 
@@ -153,6 +175,73 @@ class _Clocked:
         t2 = self.clock_ns()
         return t1 - t0, t2 - t1
 
+    def drain(self) -> int:
+        return 0
+
+
+BUSY_NS = 50_000  # waiting longer than this for a step's result means the device was still at work
+
+
+class Overlapped(_Clocked):
+    """Lag-1 stepping for a dispatchable step: fetch batch i, wait for step i-1, dispatch step i.
+
+    While batch i is fetched, step i-1 runs on the device. If waiting for it afterwards still
+    took time (more than BUSY_NS), the device was busy through the whole fetch: none of it was
+    exposed. Otherwise the device finished during the fetch, and the part of the fetch beyond the
+    device work left after a dispatch (`hideable_ns`: the median such wait with free input, in
+    synthetic mode) was time the device sat idle for input. Without that figure, all of such a
+    fetch counts as exposed (an upper bound). A host step (NumPy) returns finished work: its
+    waits are ~0, so is `hideable_ns`, and its whole fetch counts, as in synchronous timing.
+    """
+
+    def __init__(self, clock_ns, next_batch, dispatch, hideable_ns: int | None):
+        super().__init__(clock_ns, next_batch, None)
+        self.dispatch = dispatch
+        self.hideable_ns = hideable_ns
+        self.pending: Callable[[], Any] | None = None
+        self.fetch: list[int] = []
+        self.block: list[int] = []
+
+    def _guard(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except KeyboardInterrupt:
+            raise
+        except Exception as error:
+            if is_out_of_memory(error):
+                raise _OutOfMemory(error) from error
+            raise UserCodeError("step", error, "the step failed on a batch from the pipeline") from error
+
+    def one(self) -> tuple[int, int]:
+        t0 = self.clock_ns()
+        try:
+            batch = self.next_batch()
+        except (StopIteration, KeyboardInterrupt):
+            raise
+        except Exception as error:
+            raise UserCodeError("pipeline", error, "the error happened while producing a batch") from error
+        t1 = self.clock_ns()
+        self.drain()
+        t2 = self.clock_ns()
+        self.pending = self._guard(lambda: self.dispatch(batch))
+        t3 = self.clock_ns()
+        fetch, block = t1 - t0, t2 - t1
+        if block > BUSY_NS:
+            exposed = 0
+        else:
+            exposed = max(0, fetch - (self.hideable_ns or 0))
+        self.last = (fetch, block)
+        return exposed, (t3 - t0) - exposed
+
+    def drain(self) -> int:
+        """Wait for the step in flight, if any; returns the nanoseconds waited."""
+        if self.pending is None:
+            return 0
+        finish, self.pending = self.pending, None
+        t0 = self.clock_ns()
+        self._guard(finish)
+        return self.clock_ns() - t0
+
 
 def run_mode(
     name: str,
@@ -164,10 +253,17 @@ def run_mode(
     progress: ProgressFn | None = None,
     warmup_until: Callable[[], bool] | None = None,
     first_step_is_compile: bool = False,
+    dispatch: Callable[[Any], Callable[[], Any]] | None = None,
+    hideable_ns: int | None = None,
 ) -> ModeRun:
     """Time one mode. `warmup_until`, if given, extends the warm-up until it returns True
-    (bounded by `rule.warmup_max_seconds`), e.g. until a cache has been filled once."""
-    clocked = _Clocked(clock_ns, next_batch, step)
+    (bounded by `rule.warmup_max_seconds`), e.g. until a cache has been filled once.
+    `dispatch`, instead of `step`: run the step with one in flight while the next batch is
+    fetched (see `Overlapped`); `hideable_ns` is the synthetic mode's median wait for a step."""
+    if dispatch is not None and step is not None:
+        raise ValueError("give step or dispatch, not both")
+    overlapped = Overlapped(clock_ns, next_batch, dispatch, hideable_ns) if dispatch is not None else None
+    clocked = overlapped or _Clocked(clock_ns, next_batch, step)
     notes: list[str] = []
     first_step_ns: int | None = None
     warmup_steps = 0
@@ -175,8 +271,15 @@ def run_mode(
     window_start = warm_start
     wait: list[int] = []
     compute: list[int] = []
+    fetch: list[int] = []
+    block: list[int] = []
 
     def finish(reason: str, error: BaseException | None = None) -> ModeRun:
+        if overlapped is not None and error is None and reason != "interrupted":
+            try:
+                overlapped.drain()  # the last step's work ends inside this mode, not in the next
+            except _OutOfMemory as oom:
+                reason, error = "out_of_memory", oom.error
         return ModeRun(
             name=name,
             start_ns=window_start,
@@ -189,12 +292,15 @@ def run_mode(
             stop_reason=reason,
             error=None if error is None else ErrorInfo.from_exception(error),
             notes=tuple(notes),
+            fetch_ns=tuple(fetch),
+            block_ns=tuple(block),
+            hideable_ns=hideable_ns if overlapped is not None else None,
         )
 
     try:
         if first_step_is_compile:
             w, c = clocked.one()
-            first_step_ns = w + c
+            first_step_ns = w + c + clocked.drain()  # the first step's own device work included
             warmup_steps += 1
         compile_steps = warmup_steps
         while True:
@@ -219,6 +325,9 @@ def run_mode(
             w, c = clocked.one()
             wait.append(w)
             compute.append(c)
+            if overlapped is not None:
+                fetch.append(overlapped.last[0])
+                block.append(overlapped.last[1])
             now = clock_ns()
             elapsed_s = (now - window_start) / 1e9
             n = len(wait)

@@ -40,3 +40,7 @@ class Step:
     run: Callable[[Any], Any]  # trains on one batch; returns once the result is computed
     info: StepInfo
     observed: Callable[[], Observed] | None = None  # what running it showed (framework, sync)
+    # Starts the step and returns at once with a function that waits for its work (a JAX or
+    # PyTorch step queues device work and returns): lets the modes keep one step in flight
+    # while fetching the next batch, as a training loop does. None: `run` is all there is.
+    dispatch: Callable[[Any], Callable[[], Any]] | None = None

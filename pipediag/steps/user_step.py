@@ -55,10 +55,17 @@ def user_step(fn: Any, label: str, batch_format: str) -> Step:
     step_fn: Callable[[Any], Any] = fn
     tracker = _Tracker()
 
-    def run(batch: Any) -> Any:
+    def dispatch(batch: Any) -> Callable[[], Any]:
         result = step_fn(batch)
-        tracker.after(result)
-        return result
+
+        def finish() -> Any:
+            tracker.after(result)
+            return result
+
+        return finish
+
+    def run(batch: Any) -> Any:
+        return dispatch(batch)()
 
     name = getattr(fn, "__name__", type(fn).__name__)
     return Step(
@@ -69,4 +76,5 @@ def user_step(fn: Any, label: str, batch_format: str) -> Step:
             batch_format=batch_format,
         ),
         observed=tracker.observed,
+        dispatch=dispatch,
     )

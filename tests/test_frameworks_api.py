@@ -12,6 +12,7 @@ pytest.importorskip("jax", reason="JAX is in the test extra: pip install -e '.[t
 pytest.importorskip("torch", reason="PyTorch is in the test extra: pip install -e '.[test]'")
 
 import pipediag  # noqa: E402
+from pipediag import stats  # noqa: E402
 from pipediag.modes.runner import StopRule  # noqa: E402
 from pipediag.sweep import OK, OUT_OF_MEMORY, SKIPPED, sweep  # noqa: E402
 from tests.fixtures import frameworks as F  # noqa: E402
@@ -31,6 +32,11 @@ def test_jax_step_fed_numpy_batches():
     assert d.modes["synthetic"].peak_memory is None  # JAX on the CPU keeps no device memory stats
     assert "no NVML" in d.modes["synthetic"].peak_memory_reason
     assert d.to_dict()["step"]["framework"] == "jax"
+    # JAX dispatches asynchronously: the modes keep one step in flight while fetching the next batch.
+    synthetic, pipeline = d.runs["synthetic"], d.runs["pipeline"]
+    assert synthetic.overlapped and pipeline.overlapped
+    assert pipeline.hideable_ns == int(stats.median(synthetic.block_ns))
+    assert all(0 <= w <= f for w, f in zip(pipeline.wait_ns, pipeline.fetch_ns))
 
 
 def test_jax_step_fed_dlpack_batches():

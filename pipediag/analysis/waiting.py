@@ -26,12 +26,15 @@ class CpuWhileWaiting:
 
 
 def waiting_intervals(run: ModeRun) -> list[tuple[int, int]]:
-    """Absolute [start, end) of each wait, rebuilt from consecutive step durations."""
+    """Absolute [start, end) of each wait, rebuilt from consecutive step durations. A step run
+    with one in flight waits at the end of its fetch: the part the device's work did not hide."""
     t = run.start_ns
     out = []
-    for wait, compute in zip(run.wait_ns, run.compute_ns):
+    fetches = run.fetch_ns or (None,) * len(run.wait_ns)
+    for wait, compute, fetch in zip(run.wait_ns, run.compute_ns, fetches):
         if wait > 0:
-            out.append((t, t + wait))
+            start = t if fetch is None else t + fetch - wait
+            out.append((start, start + wait))
         t += wait + compute
     return out
 

@@ -25,6 +25,14 @@ def test_waiting_intervals_are_rebuilt_from_durations():
     assert waiting_intervals(r) == [(100 * MS, 110 * MS), (120 * MS, 150 * MS)]
 
 
+def test_an_overlapped_steps_wait_is_the_end_of_its_fetch():
+    from dataclasses import replace
+
+    # Fetches of 12 and 3 ms; the device hid 8 ms of the first and all of the second.
+    r = replace(run([4, 0], [9, 12], start_ms=100), fetch_ns=(12 * MS, 3 * MS), block_ns=(0, 5 * MS))
+    assert waiting_intervals(r) == [(108 * MS, 112 * MS)]
+
+
 def test_cpu_while_waiting_weights_samples_by_overlap():
     # Waits fill 0-100 ms; compute fills 100-200 ms. Sample at 100 covers 0-100 (waiting, one core busy),
     # sample at 200 covers 100-200 (computing, both cores busy).

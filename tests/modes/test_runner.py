@@ -139,3 +139,103 @@ def test_is_stable_needs_both_median_and_mean_tight():
 def test_stop_rule_rejects_nonsense():
     with pytest.raises(ValueError):
         StopRule(max_seconds=0)
+
+
+# -- a step with one in flight (JAX, PyTorch: dispatch returns before the device is done) -------
+
+class FakeDevice:
+    """A device on the fake clock: a dispatch costs the host `host_ms`; the work then takes
+    `work_ms` on the device, after any work queued before it; finish() waits until it is done."""
+
+    def __init__(self, clock, work_ms, host_ms=0.5, fail_at=None):
+        self.clock, self.work_ns, self.host_ms = clock, int(work_ms * 1e6), host_ms
+        self.busy_until_ns = 0
+        self.dispatched = 0
+        self.fail_at = fail_at
+
+    def dispatch(self, batch):
+        self.clock.advance(self.host_ms)
+        self.busy_until_ns = max(self.clock.ns, self.busy_until_ns) + self.work_ns
+        self.dispatched += 1
+        done_ns, n = self.busy_until_ns, self.dispatched
+
+        def finish():
+            self.clock.ns = max(self.clock.ns, done_ns)
+            if n == self.fail_at:
+                raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 64.00GiB")
+
+        return finish
+
+
+RULE = StopRule(max_seconds=2, min_seconds=0.2, min_steps=20, warmup_steps=2)
+
+
+def test_synthetic_waits_for_the_device_and_that_is_the_hideable_work():
+    clock = FakeClock()
+    device = FakeDevice(clock, work_ms=8)
+    run = run_mode("synthetic", feeder(clock, 0), None, RULE, clock_ns=clock, dispatch=device.dispatch,
+                   first_step_is_compile=True)
+    assert run.overlapped and set(run.block_ns) == {8_000_000} and set(run.wait_ns) == {0}
+    assert set(run.step_ns) == {8_500_000}  # work plus the host's dispatch
+    assert run.first_step_ns == 8_500_000  # the compile step is waited for, not left in flight
+    assert clock.ns >= device.busy_until_ns  # the last step finished inside the mode
+
+
+def test_a_fetch_shorter_than_the_device_work_is_hidden():
+    clock = FakeClock()
+    device = FakeDevice(clock, work_ms=8)
+    run = run_mode("pipeline", feeder(clock, 2), None, RULE, clock_ns=clock, dispatch=device.dispatch,
+                   hideable_ns=8_000_000)
+    assert set(run.fetch_ns) == {2_000_000} and set(run.block_ns) == {6_000_000}
+    assert set(run.wait_ns) == {0}  # the device was busy through every fetch
+    assert set(run.step_ns) == {8_500_000}  # as fast as with free input
+    # Timed synchronously, the same loop waits 2 ms of every 10.5.
+    sync = run_mode("pipeline", feeder(clock, 2), lambda b: device.dispatch(b)(), RULE, clock_ns=clock)
+    assert set(sync.wait_ns) == {2_000_000} and set(sync.step_ns) == {10_500_000}
+
+
+def test_a_fetch_longer_than_the_device_work_exposes_the_rest():
+    clock = FakeClock()
+    device = FakeDevice(clock, work_ms=8)
+    run = run_mode("pipeline", feeder(clock, 12), None, RULE, clock_ns=clock, dispatch=device.dispatch,
+                   hideable_ns=8_000_000)
+    assert set(run.block_ns) == {0}
+    assert set(run.wait_ns) == {4_000_000}  # 12 ms fetch, 8 of them behind the device's work
+    assert set(run.step_ns) == {12_500_000}
+    # Without the synthetic figure, the whole fetch counts: an upper bound, never less.
+    bound = run_mode("pipeline", feeder(clock, 12), None, RULE, clock_ns=clock, dispatch=device.dispatch)
+    assert set(bound.wait_ns) == {12_000_000} and bound.hideable_ns is None
+
+
+def test_a_host_step_hides_nothing():
+    """A NumPy step is done when it returns: no device work to wait for, so nothing to hide behind."""
+    clock = FakeClock()
+
+    def dispatch(batch):
+        clock.advance(8)
+        return lambda: None
+
+    synthetic = run_mode("synthetic", feeder(clock, 0), None, RULE, clock_ns=clock, dispatch=dispatch)
+    assert set(synthetic.block_ns) == {0}
+    run = run_mode("pipeline", feeder(clock, 3), None, RULE, clock_ns=clock, dispatch=dispatch,
+                   hideable_ns=int(sorted(synthetic.block_ns)[0]))
+    assert set(run.wait_ns) == {3_000_000} and set(run.step_ns) == {11_000_000}
+
+
+def test_out_of_memory_seen_when_waiting_for_a_step_in_flight_ends_the_mode():
+    clock = FakeClock()
+    device = FakeDevice(clock, work_ms=8, fail_at=5)
+    run = run_mode("synthetic", feeder(clock, 0), None, RULE, clock_ns=clock, dispatch=device.dispatch)
+    assert run.stop_reason == "out_of_memory" and "RESOURCE_EXHAUSTED" in run.error.message
+
+
+def test_an_overlapped_run_round_trips_through_json():
+    from pipediag.modes.runner import ModeRun
+
+    clock = FakeClock()
+    device = FakeDevice(clock, work_ms=8)
+    run = run_mode("pipeline", feeder(clock, 2), None, RULE, clock_ns=clock, dispatch=device.dispatch,
+                   hideable_ns=8_000_000)
+    assert ModeRun.from_dict(run.to_dict()) == run
+    with pytest.raises(ValueError, match="not both"):
+        run_mode("x", feeder(clock, 0), lambda b: None, RULE, clock_ns=clock, dispatch=device.dispatch)

@@ -29,10 +29,12 @@ def slow_read(x):
     return y
 
 
-def make_dataset(batch_size=16):
+def make_dataset(batch_size=16, parallel=False):
+    """parallel=True: the hand fix, for `pipediag compare ... --arg-b parallel=True`."""
     data = np.random.default_rng(0).normal(size=(4096, FEATURES)).astype("float32")
     labels = (np.arange(4096) % 10).astype("int32")
-    x = tf.data.Dataset.from_tensor_slices(data).repeat().map(slow_read)
+    calls = tf.data.AUTOTUNE if parallel else None
+    x = tf.data.Dataset.from_tensor_slices(data).repeat().map(slow_read, num_parallel_calls=calls)
     y = tf.data.Dataset.from_tensor_slices(labels).repeat()
     return tf.data.Dataset.zip((x, y)).batch(batch_size)
 

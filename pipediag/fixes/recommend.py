@@ -101,7 +101,9 @@ def recommend(
     pipeline, tuned = modes.get("pipeline"), modes.get("tuned")
     applied = [c for c in changes if c.applied]
     together = rate_ratio(tuned, pipeline)
-    together_gain = classify(together) == "gain"
+    # With nothing applied the tuned mode is the user's graph rebuilt: a "gain" there is drift
+    # between two runs of the same pipeline (seen on the H200: 1.34x), never a fix.
+    together_gain = bool(applied) and classify(together) == "gain"
     effects = {c.key: ablation.effect(c.key) for c in applied} if ablation is not None else {}
     gains = [c for c in applied if effects.get(c.key) is not None and effects[c.key].effect == "gain"
              and effects[c.key].basis == "alone"]
@@ -183,6 +185,11 @@ def recommend(
                               "values halve the bytes each step moves", framework=fw))
             fixes.append(_fix("xla", None, "not measured: fusing element-wise work keeps intermediates on chip "
                               "instead of a round trip through DRAM each", framework=fw))
+        elif verdict.facts.get("gpu_underused"):
+            fixes.append(_fix("batch_size", None, "not measured: GPM shows most SMs idle while the step limits "
+                              "training; larger batches make larger kernels", code="ds = ds.batch(2 * BATCH_SIZE)"))
+            fixes.append(_fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches",
+                              framework=fw))
         else:
             if gpu_present:
                 fixes.append(_fix("mixed_precision", None, "not measured: the step is the limit; tensor cores run "

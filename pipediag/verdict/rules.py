@@ -335,4 +335,15 @@ def _busy_gpu(gpm: Gpm | None, gpu_util: float, confidence: str, evidence: list[
         )
     if math is not None and math >= T.MATH_ACTIVE_LOW_PCT:
         facts = {**facts, "gpu_limit": GPU_LIMIT_MATH}
+    elif gpm.sm_active_pct < T.SM_ACTIVE_INEFFECTIVE_PCT:
+        # Between the rules: busy enough for NVML, not small enough for the small-kernel rule,
+        # yet the chip mostly idle. Say so, and do not claim high confidence.
+        evidence.append(
+            f"yet the SMs worked only {gpm.sm_active_pct:.0f}% of the time (under the {T.SM_ACTIVE_INEFFECTIVE_PCT:.0f}% "
+            f"DCGM calls ineffective use) with no arithmetic pipe or DRAM busy: the step leaves most of the chip "
+            "idle (small kernels, gaps between them), a host-side limit as much as a compute one; confidence lowered"
+        )
+        return Verdict("compute", _lower(confidence),
+                       "compute-bound, but the GPU is under-used: the step is the limit while most SMs sit idle",
+                       tuple(evidence), facts={**facts, "gpu_underused": True})
     return Verdict("compute", confidence, "compute-bound: the step itself is the limit", tuple(evidence), facts=facts)

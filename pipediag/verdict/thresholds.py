@@ -29,6 +29,10 @@ GPU_BUSY_FOR_COMPUTE_PCT = 50.0
 # SMs had work (half DCGM's "ineffective" line): the GPU is busy but barely working — kernels too
 # small to fill it, one after another (launch overhead): a host-side problem, as idle time is.
 SM_ACTIVE_WHILE_BUSY_LOW_PCT = 25.0
+# DCGM's line itself, over the whole window: SM activity under 50% "likely indicates ineffective
+# GPU usage". A step that limits training while its SMs work less than this (and no arithmetic
+# pipe or DRAM is busy) is compute-bound only in name: it leaves most of the chip idle.
+SM_ACTIVE_INEFFECTIVE_PCT = 50.0
 # DRAM bandwidth: DCGM puts the practical peak near 80% of the theoretical one and calls >= 50%
 # heavy traffic. A step that moves that much while no arithmetic pipe (tensor cores, FP32, FP16)
 # is busy 30% of the time waits on memory, not on math: memory-bandwidth-bound.

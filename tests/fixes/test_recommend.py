@@ -128,6 +128,15 @@ def test_host_verdict_fixes():
     assert "mostly idle" in rec.fixes[0].basis
 
 
+@pytest.mark.parametrize("bottleneck, kinds", [("host", ["batch_size", "xla"]), ("compute", ["mixed_precision", "xla"])])
+def test_a_faster_tuned_run_with_nothing_applied_is_drift_not_a_fix(bottleneck, kinds):
+    # Seen on the H200: nothing to change, the rebuilt graph ran 1.34x pipeline mode (two runs of
+    # one pipeline), and that "gain" swallowed the step's own fixes.
+    skipped = Change("prefetch", None, "n", "prefetch", False, reason="the pipeline already ends with prefetch")
+    rec = recommend(verdict(bottleneck), modes(115, 154), [skipped], gpu_present=True)
+    assert [f.kind for f in rec.fixes] == kinds and rec.tried == ()
+
+
 def test_small_kernels_host_verdict_says_so_and_speaks_jax():
     rec = recommend(verdict("host", gpu_limit=GPU_LIMIT_SMALL_KERNELS), modes(500, 505), [], gpu_present=True,
                     framework="jax")

@@ -191,6 +191,22 @@ def test_sm_activity_is_judged_against_the_time_the_gpu_was_busy():
     assert abs(v.facts["sm_active_while_busy_pct"] - 100 * 20 / 60) < 1e-9
 
 
+def test_a_limiting_step_that_leaves_most_sms_idle_is_compute_with_lowered_confidence():
+    # The H200's small_kernels scenario in one run: NVML busy 59%, GPM SM activity 18% (31% while
+    # busy: above the small-kernel line), no pipe or DRAM busy. Not a confident "compute".
+    v = decide(gpm_modes(59.0, sm_active_pct=18.0, tensor_active_pct=0.1, fp32_active_pct=0.2, dram_bw_pct=0.0))
+    assert (v.bottleneck, v.confidence) == ("compute", "medium")
+    assert v.facts["gpu_underused"] is True and "gpu_limit" not in v.facts
+    assert any("SMs worked only 18% of the time" in e for e in v.evidence)
+    from pipediag.fixes.recommend import recommend
+
+    kinds = [f.kind for f in recommend(v, {}, [], gpu_present=True, framework="jax").fixes]
+    assert kinds == ["batch_size", "xla"]  # not mixed precision: the tensor cores were not the limit
+    # Half the SMs at work, or a busy pipe: the plain compute verdict, confident.
+    assert decide(gpm_modes(98.0, sm_active_pct=50.0, tensor_active_pct=1.0)).confidence == "high"
+    assert "gpu_underused" not in decide(gpm_modes(59.0, sm_active_pct=18.0, tensor_active_pct=40.0)).facts
+
+
 @pytest.mark.parametrize("dram, math, limit", [
     (80.0, 10.0, "memory_bandwidth"), (51.0, 10.0, "memory_bandwidth"), (49.0, 10.0, None),
     (80.0, 29.0, "memory_bandwidth"), (80.0, 31.0, "math"),

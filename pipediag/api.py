@@ -295,18 +295,6 @@ def _step_info(step: Step | None, framework: str | None = None):
     return replace(step.info, framework=seen.framework or framework, sync=seen.sync)
 
 
-_TF_ONLY_WARNING = "TensorFlow sees none"
-
-
-def _environment_for(env: Environment | None, framework: str | None) -> Environment | None:
-    """Drop the warning that TensorFlow cannot use the GPU when the step is JAX's or PyTorch's:
-    there TensorFlow only feeds the input, on the CPU, as intended."""
-    if env is None or framework not in ("jax", "torch"):
-        return env
-    kept = tuple(w for w in env.warnings if _TF_ONLY_WARNING not in w)
-    return replace(env, warnings=kept)
-
-
 def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
     notes = []
     synthetic = summaries.get("synthetic")
@@ -325,7 +313,7 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
     complete = not state.interrupted
     framework = _framework(state)
-    environment = _environment_for(state.environment, framework)
+    environment = None if state.environment is None else state.environment.for_step(framework)
     notes = list(state.notes) + _framework_notes(framework, summaries)
     verdict = recommendation = ablation = None
     if "synthetic" in summaries:

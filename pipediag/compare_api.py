@@ -239,7 +239,7 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
                           saved_created_at=saved.created_at, rate_scale=scale["A"])
     else:
         side_a = info("A")
-    return side_a, info("B"), the_step.info, rounds
+    return side_a, info("B"), the_step.described(), rounds
 
 
 def _live_numbers(rounds: Rounds, side: str, kind: str, scale: float, log: SampleLog) -> SideNumbers:
@@ -316,7 +316,8 @@ def conclude(side_a: SideInfo, side_b: SideInfo, step_info, rounds: Rounds, save
     unit = "examples" if side_a.rate_scale != 1.0 or side_b.rate_scale != 1.0 else "batches"
     return Comparison(
         status="interrupted" if rounds.stop_reason == "interrupted" else "complete",
-        a=side_a, b=side_b, step=step_info, environment=environment,
+        a=side_a, b=side_b, step=step_info,
+        environment=environment.for_step(step_info.framework if step_info else None),
         baseline_environment=None if saved is None else saved.environment,
         plan=plan.looks, unit=unit, primary=rounds.primary, intervals=dict(rounds.intervals), verdicts=verdicts,
         sides=sides, rounds=rounds.rounds, segments=rounds.segments, stop_reason=rounds.stop_reason,

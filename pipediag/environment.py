@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import psutil
@@ -15,6 +15,8 @@ from pipediag._version import __version__
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.readings import GpuDevice
 
+
+TF_SEES_NO_GPU = "TensorFlow sees none"  # the warning a JAX or PyTorch step makes moot
 
 @dataclass(frozen=True)
 class Environment:
@@ -53,6 +55,14 @@ class Environment:
         d["gpus"] = tuple(GpuDevice(**g) for g in d.get("gpus", ()))
         d["warnings"] = tuple(d.get("warnings", ()))
         return cls(**d)
+
+    def for_step(self, framework: str | None) -> Environment:
+        """The environment as a step of `framework` sees it: a JAX or PyTorch step runs on the GPU
+        itself, and TensorFlow only feeds its input on the CPU, as intended, so the warning that
+        TensorFlow sees no GPU is dropped there."""
+        if framework not in ("jax", "torch"):
+            return self
+        return replace(self, warnings=tuple(w for w in self.warnings if TF_SEES_NO_GPU not in w))
 
     def differences(self, other: Environment) -> list[str]:
         """What differs in ways that change throughput (for comparing saved runs)."""
@@ -109,7 +119,7 @@ def _with_warnings(env: Environment) -> Environment:
     if env.gpus and env.tensorflow_version and not tf_gpus:
         build = "a CPU-only build" if env.tensorflow_cuda_build is False else "a CUDA build that found no usable GPU"
         warnings.append(
-            f"NVML sees {len(env.gpus)} GPU(s) but TensorFlow sees none ({build}): TensorFlow steps run on the CPU. "
+            f"NVML sees {len(env.gpus)} GPU(s) but {TF_SEES_NO_GPU} ({build}): TensorFlow steps run on the CPU. "
             "Install 'tensorflow[and-cuda]', or feed a JAX/PyTorch step with --step."
         )
     if env.tf_gpu_without_memory_growth:

@@ -22,3 +22,12 @@ def test_gpm_support_is_part_of_the_environment():
     assert no_gpu.gpm_supported is None
     assert "GPM         │ yes: SM, tensor-core and DRAM activity" in text(render_environment(with_gpm))
     assert Environment.from_dict(without.to_dict()) == without
+
+
+def test_a_jax_or_torch_step_drops_the_tensorflow_sees_no_gpu_warning():
+    env = collect(with_tensorflow=False, nvml_lib=FakeNvml([FakeGpu()]))
+    warned = Environment.from_dict({**env.to_dict(), "warnings": [
+        "NVML sees 1 GPU(s) but TensorFlow sees none (a CPU-only build): TensorFlow steps run on the CPU.",
+        "another warning"]})
+    assert warned.for_step("jax").warnings == ("another warning",) == warned.for_step("torch").warnings
+    assert warned.for_step("tensorflow") == warned == warned.for_step(None)

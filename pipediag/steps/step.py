@@ -4,7 +4,7 @@ only when the work is done, plus a description for the report."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 # What a --step receives: TensorFlow tensors, NumPy arrays (zero-copy views of CPU tensors), or
@@ -44,3 +44,10 @@ class Step:
     # PyTorch step queues device work and returns): lets the modes keep one step in flight
     # while fetching the next batch, as a training loop does. None: `run` is all there is.
     dispatch: Callable[[Any], Callable[[], Any]] | None = None
+
+    def described(self) -> StepInfo:
+        """The description with what running it showed: its framework and how it was waited for."""
+        if self.observed is None:
+            return self.info
+        seen = self.observed()
+        return replace(self.info, framework=seen.framework or self.info.framework, sync=seen.sync)

@@ -56,3 +56,12 @@ def test_memory_scenario_really_runs_out_of_memory():
     with pytest.raises(Exception) as info:
         step.run(next(module.make_dataset(batch_size=4).as_numpy_iterator()))
     assert is_out_of_memory(info.value)
+
+
+def test_image_step_trains_on_the_demo_pipeline():
+    from pipediag import demo
+
+    module = load("image_step", WIDTH=16)
+    step = user_step(module.make_step(), "image_step", "numpy")
+    losses = [float(step.run(batch)) for batch in demo.make_dataset(batch_size=4, images=8).take(3).as_numpy_iterator()]
+    assert all(np.isfinite(losses)) and step.observed().framework == "jax"

@@ -454,7 +454,7 @@ def _conclude(state: _Run, log, rule: StopRule, cores: list[int], worker_cores: 
         compute, source = RateEstimate(compute_rate), f"{compute_rate:g} batches/s per accelerator, as given (--compute-rate)"
     else:
         compute = synthetic
-        gpu = state.environment is not None and any("GPU" in d for d in state.environment.tensorflow_devices)
+        gpu = _step_on_gpu(state)
         source = ("the step with free input (synthetic mode) on this host's GPU" if gpu else
                   "the step with free input (synthetic mode) on this host's CPU: there is no accelerator here, "
                   "so give --compute-rate with your accelerator's rate (synthetic mode of pipediag diagnose there)")
@@ -490,7 +490,7 @@ def _conclude(state: _Run, log, rule: StopRule, cores: list[int], worker_cores: 
     return ScaleResult(
         status="interrupted" if state.interrupted else "complete",
         target=state.target,
-        step=state.step.info if state.step else None,
+        step=state.step.described() if state.step else None,
         environment=state.environment,
         element=state.element,
         cardinality=state.cardinality,
@@ -520,3 +520,16 @@ def _conclude(state: _Run, log, rule: StopRule, cores: list[int], worker_cores: 
         notes=tuple(state.notes),
         elapsed_s=elapsed_s,
     )
+
+
+def _step_on_gpu(state: _Run) -> bool:
+    """Did the step run on a GPU? A TensorFlow step when TensorFlow sees one; a JAX or PyTorch
+    step (seen in its results) when NVML sees one (they take the GPU by default; on the H200 a
+    JAX step fed by the CPU build of TensorFlow did)."""
+    env = state.environment
+    if env is None:
+        return False
+    if any("GPU" in d for d in env.tensorflow_devices):
+        return True
+    framework = state.step.described().framework if state.step is not None else None
+    return framework in ("jax", "torch") and bool(env.gpus)

@@ -117,3 +117,18 @@ def test_an_unreachable_dispatcher_fails_before_anything_is_built():
     with pytest.raises(ServiceError, match="cannot reach the tf.data service dispatcher"):
         scale(builder, service=f"grpc://127.0.0.1:{port}", stop_rule=QUICK)
     assert built == []
+
+
+@pytest.mark.parametrize("framework, gpus, on_gpu", [("jax", 1, True), ("torch", 1, True), ("jax", 0, False),
+                                                     ("tensorflow", 1, False), (None, 1, False)])
+def test_a_jax_or_torch_step_counts_as_on_the_gpu_when_nvml_sees_one(framework, gpus, on_gpu):
+    # Seen on the H200: a JAX step on the GPU was said to run "on this host's CPU" (TensorFlow's
+    # CPU build saw no GPU), and the plan asked for --compute-rate.
+    from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
+    from pipediag.environment import collect
+    from pipediag.scale import _Run, _step_on_gpu
+    from pipediag.steps.step import Observed, Step, StepInfo
+
+    env = collect(with_tensorflow=False, nvml_lib=FakeNvml([FakeGpu() for _ in range(gpus)]))
+    step = Step(run=lambda b: None, info=StepInfo("user", "s"), observed=lambda: Observed(framework, None))
+    assert _step_on_gpu(_Run("t", environment=env, step=step)) is on_gpu

@@ -147,8 +147,8 @@ class FakeDevice:
     """A device on the fake clock: a dispatch costs the host `host_ms`; the work then takes
     `work_ms` on the device, after any work queued before it; finish() waits until it is done."""
 
-    def __init__(self, clock, work_ms, host_ms=0.5, fail_at=None):
-        self.clock, self.work_ns, self.host_ms = clock, int(work_ms * 1e6), host_ms
+    def __init__(self, clock, work_ms, host_ms=0.5, fail_at=None, ask_ms=0.0):
+        self.clock, self.work_ns, self.host_ms, self.ask_ns = clock, int(work_ms * 1e6), host_ms, int(ask_ms * 1e6)
         self.busy_until_ns = 0
         self.dispatched = 0
         self.fail_at = fail_at
@@ -160,7 +160,7 @@ class FakeDevice:
         done_ns, n = self.busy_until_ns, self.dispatched
 
         def finish():
-            self.clock.ns = max(self.clock.ns, done_ns)
+            self.clock.ns = max(self.clock.ns, done_ns) + self.ask_ns  # asking costs, even when done
             if n == self.fail_at:
                 raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 64.00GiB")
 
@@ -205,6 +205,21 @@ def test_a_fetch_longer_than_the_device_work_exposes_the_rest():
     # Without the synthetic figure, the whole fetch counts: an upper bound, never less.
     bound = run_mode("pipeline", feeder(clock, 12), None, RULE, clock_ns=clock, dispatch=device.dispatch)
     assert set(bound.wait_ns) == {12_000_000} and bound.hideable_ns is None
+
+
+def test_the_cost_of_asking_a_finished_step_does_not_hide_a_long_fetch():
+    # Seen on the H200: a tiny JAX step, a 37 ms fetch, and 77 µs to ask for the finished result.
+    # An earlier rule ("still waiting after the fetch = the device was busy") called that 0 wait.
+    clock = FakeClock()
+    device = FakeDevice(clock, work_ms=0.01, host_ms=0.1, ask_ms=0.077)
+    synthetic = run_mode("synthetic", feeder(clock, 0), None, RULE, clock_ns=clock, dispatch=device.dispatch)
+    hideable = sorted(synthetic.block_ns)[len(synthetic.block_ns) // 2]
+    assert 77_000 <= hideable <= 87_000  # the device's 10 µs plus the asking
+    run = run_mode("pipeline", feeder(clock, 37), None, RULE, clock_ns=clock, dispatch=device.dispatch,
+                   hideable_ns=hideable)
+    assert set(run.block_ns) == {77_000}
+    assert set(run.wait_ns) == {37_000_000 - hideable}
+    assert sum(run.wait_ns) / sum(run.step_ns) > 0.99
 
 
 def test_a_host_step_hides_nothing():

@@ -115,6 +115,17 @@ def _other_load_cores(m: ModeSummary) -> float:
     return max(0.0, m.cpu_util_pct / 100.0 * len(m.cpu_per_core_pct) - m.process_cpu_pct / 100.0)
 
 
+def _idle_cores(m: ModeSummary) -> float:
+    return max(0.0, len(m.cpu_per_core_pct or ()) * (1.0 - (m.cpu_util_pct or 0.0) / 100.0))
+
+
+def _contended(m: ModeSummary) -> bool:
+    """Other processes took CPU this mode could have used: they used at least OTHER_LOAD_CORES
+    and the machine had less than one core idle. (Half a core of background work on a 16-core
+    host with 14 idle takes nothing from the pipeline; seen on the H200.)"""
+    return _other_load_cores(m) >= T.OTHER_LOAD_CORES and _idle_cores(m) < T.CONTENDED_IDLE_CORES
+
+
 def _rate(m: ModeSummary) -> str:
     return f"{m.batches_per_sec:.1f} batches/s" if m.batches_per_sec else "no rate"
 
@@ -177,12 +188,14 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False) -> 
     if input_only and input_only.batches_per_sec:
         evidence.append(f"input alone (no step) {_rate(input_only)}" + (f" = {headroom.value:.2f}x the step's free rate" if headroom else ""))
     noisy = _noisy(synthetic) or _noisy(pipeline)
-    busiest = max(present, key=_other_load_cores)
-    if _other_load_cores(busiest) >= T.OTHER_LOAD_CORES:
+    contended = [m for m in present if _contended(m)]
+    if contended:
+        busiest = max(contended, key=_other_load_cores)
         noisy = True
         evidence.append(
-            f"other processes kept {_other_load_cores(busiest):.1f} cores busy during {busiest.name} mode: "
-            "the timings are contended, so confidence is lowered"
+            f"other processes kept {_other_load_cores(busiest):.1f} cores busy during {busiest.name} mode, with "
+            f"{_idle_cores(busiest):.1f} of {len(busiest.cpu_per_core_pct)} cores left idle: the timings are "
+            "contended, so confidence is lowered"
         )
 
     # 3. input. First: the input side alone cannot keep up with the free step.

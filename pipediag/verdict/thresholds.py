@@ -52,6 +52,10 @@ IOWAIT_NOTABLE_PCT = 10.0
 # says so and confidence drops. (Seen on the development machine: a parallel pip install made an
 # input-bound demo's own serial map look like "all cores saturated" when judged system-wide.)
 OTHER_LOAD_CORES = 0.5
+# ...but only while less than one core was left idle: otherwise the other work ran beside the
+# mode, not instead of it (on the 16-core H200 host, 0.5 cores of background with 14 cores idle
+# had lowered a clear compute verdict to low).
+CONTENDED_IDLE_CORES = 1.0
 
 # Trust in a mode's numbers.
 MIN_STEPS = 10  # fewer timed steps than this: inconclusive

@@ -165,6 +165,13 @@ def test_other_load_on_the_machine_lowers_confidence_and_says_so():
     assert any("other processes kept 1.2 cores busy" in e for e in v.evidence)
 
 
+def test_other_load_beside_idle_cores_is_not_contention():
+    # 16 cores: this process 1.5 cores, others 0.6, 13.9 idle (the H200 host during a compute run).
+    roomy = dict(per_core=[100, 100, 10] + [0] * 13, process=150.0)
+    v = decide(modes(summary("synthetic", 20, **roomy), summary("pipeline", 19.9, **roomy), summary("input_only", 400)))
+    assert v.confidence == "high" and not any("other processes" in e for e in v.evidence)
+
+
 # -- GPM: how much of the chip worked while NVML called it busy --------------------------------
 
 def gpm_modes(util, **gpm):

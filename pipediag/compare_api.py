@@ -218,7 +218,7 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
         sides.get("A"), sides["B"], the_step.run, plan,
         clear=lambda iv: is_clear(iv, equivalence, fail_if_slower), clock_ns=clock_ns,
         baseline={k: baseline_runs[k] for k in plan.kinds} if baseline_runs else None,
-        baseline_scale=scale["A"], progress=progress,
+        baseline_scale=scale["A"], progress=progress, dispatch=the_step.dispatch,
     )
     for name, feed in feeds.items():
         if feed.restarts:

@@ -151,14 +151,17 @@ def run_rounds(
     baseline: dict[str, ModeRun] | None = None,
     baseline_scale: float = 1.0,
     progress: RoundProgress | None = None,
+    dispatch: Callable[[Any], Callable[[], Any]] | None = None,
 ) -> Rounds:
     """Probe each side once, then run rounds until the answer is clear or a cap is reached.
 
     `a` is None when comparing against a saved run: `baseline` then holds its runs per kind.
+    `dispatch` (a JAX or PyTorch step): fed turns keep one step in flight while fetching, as
+    diagnose does (runner.Overlapped); without a synthetic run each fetch counts whole as wait.
     """
     if (a is None) == (baseline is None):
         raise ValueError("give side A or a saved baseline, not both")
-    if FED in plan.kinds and step is None:
+    if FED in plan.kinds and step is None and dispatch is None:
         raise ValueError("the fed kind needs a step")
     kinds = plan.kinds
     if baseline is not None:
@@ -178,8 +181,9 @@ def run_rounds(
         if progress is not None and index < 0:
             progress.phase(f"warming up {name} ({'fed step' if kind == FED else 'input only'})")
         try:
-            run = run_mode(f"{name}:{kind}", sides[name].next_batch, step if kind == FED else None, rule,
-                           clock_ns=clock_ns, **kw)
+            fed = kind == FED
+            run = run_mode(f"{name}:{kind}", sides[name].next_batch, step if fed and dispatch is None else None, rule,
+                           clock_ns=clock_ns, dispatch=dispatch if fed else None, **kw)
         except UserCodeError as error:  # say whose turn it was: A's and B's code may differ
             raise UserCodeError(f"{error.where} (in {name}'s turn)", error.error, error.hint) from error.error
         finally:

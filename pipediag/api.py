@@ -36,7 +36,9 @@ class Progress(Protocol):
     def mode(self, name: str, elapsed_s: float, cap_s: float, steps: int) -> None: ...
 
 
-class _Silent:
+class SilentProgress:
+    """A Progress that shows nothing: the default for library calls."""
+
     def phase(self, text: str) -> None:
         pass
 
@@ -116,7 +118,7 @@ def diagnose(
             "the verdict compares the pipeline with synthetic input",
         )
     rule = stop_rule or StopRule()
-    progress = progress or _Silent()
+    progress = progress or SilentProgress()
     started = clock_ns()
     label = label or getattr(builder, "__name__", type(builder).__name__)
     state = _Run(target=label)

@@ -25,7 +25,7 @@ from pipediag.analysis.capacity import (
 )
 from pipediag.analysis.modes import summarize
 from pipediag.analysis.visitation import PROCESSING_MODES, visitation
-from pipediag.api import Progress
+from pipediag.api import Progress, SilentProgress
 from pipediag.builder import target as targets
 from pipediag.environment import Environment, collect
 from pipediag.errors import UsageError
@@ -98,14 +98,6 @@ class _Checked:
     def mode(self, name: str, elapsed_s: float, cap_s: float, steps: int) -> None:
         self.interrupts.check()
         self.progress.mode(name, elapsed_s, cap_s, steps)
-
-
-class _Silent:
-    def phase(self, text: str) -> None:
-        pass
-
-    def mode(self, name: str, elapsed_s: float, cap_s: float, steps: int) -> None:
-        pass
 
 
 @dataclass
@@ -194,7 +186,7 @@ def scale(
     state = _Run(target=label)
     sampler = Sampler(gpu_reader=GpuReader(nvml_lib), hz=sample_hz, clock_ns=clock_ns)
     with _Interrupts() as interrupts:
-        progress = _Checked(progress or _Silent(), interrupts)
+        progress = _Checked(progress or SilentProgress(), interrupts)
         progress.phase("reading the environment")
         state.environment = collect(nvml_lib=nvml_lib)
         sampler.start()

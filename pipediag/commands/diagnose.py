@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rich.console import Console
 
@@ -41,15 +42,48 @@ def add_target_arguments(p: argparse.ArgumentParser, *, batch_size: bool = True,
     p.add_argument("--quiet", action="store_true", help="for CI logs: no progress bars or messages, the report only")
 
 
+def add_dataset_arguments(p: argparse.ArgumentParser, command: str) -> None:
+    """What builds the dataset: a TARGET, --demo, and tfds:NAME's --data-dir and --split."""
+    p.add_argument("target", nargs="?", help="dataset builder: file.py:function or package.module:function; "
+                   "or tfds:NAME, a tensorflow-datasets dataset already on disk")
+    p.add_argument("--demo", action="store_true", help=f"{command} a built-in example (no code of yours needed)")
+    p.add_argument("--data-dir", metavar="DIR", help="tfds:NAME targets: the tfds data dir it was prepared in "
+                   "(default: tfds' own); nothing is ever downloaded")
+    p.add_argument("--split", help="tfds:NAME targets: the split to read (default: train)")
+
+
+def check_dataset_arguments(args: argparse.Namespace, command: str) -> None:
+    """Usage errors in the dataset arguments, before anything slow is imported."""
+    from pipediag.builder import tfds_target
+
+    if args.demo == bool(args.target):
+        raise UsageError("give a TARGET or --demo (not both)", f"pipediag {command} path/to/data.py:make_dataset")
+    if (args.data_dir or args.split) and not tfds_target.is_tfds_target(args.target):
+        raise UsageError("--data-dir and --split are for tfds:NAME targets",
+                         "pass your builder's own arguments with --arg data_dir=... ")
+
+
+def load_dataset(args: argparse.Namespace) -> tuple[Any, str]:
+    """The dataset builder and its label, from checked dataset arguments."""
+    from pipediag.builder import target as targets
+    from pipediag.builder import tfds_target
+
+    # Import TensorFlow through pipediag before the user's file does, so its start-up log lines
+    # are filtered (seen on the H200: a builder file importing TF first let them through).
+    import pipediag.backends.tf  # noqa: F401
+    if args.demo:
+        from pipediag import demo
+
+        return demo.make_dataset, "pipediag.demo:make_dataset (built-in example)"
+    if tfds_target.is_tfds_target(args.target):
+        return tfds_target.load(args.target, args.data_dir, args.split), args.target
+    return targets.load_callable(args.target), args.target
+
+
 def register(sub) -> None:
     d = sub.add_parser("diagnose", help="run the modes and say what limits training")
-    d.add_argument("target", nargs="?", help="dataset builder: file.py:function or package.module:function; "
-                   "or tfds:NAME, a tensorflow-datasets dataset already on disk")
-    d.add_argument("--demo", action="store_true", help="diagnose a built-in example (no code of yours needed)")
+    add_dataset_arguments(d, "diagnose")
     add_target_arguments(d)
-    d.add_argument("--data-dir", metavar="DIR", help="tfds:NAME targets: the tfds data dir it was prepared in "
-                   "(default: tfds' own); nothing is ever downloaded")
-    d.add_argument("--split", help="tfds:NAME targets: the split to read (default: train)")
     d.add_argument("--ram-budget-mb", type=positive_int, help="most memory a cache may take (default: half of free)")
     d.add_argument("--thorough", action="store_true", help="longer windows for the per-stage anatomy and the "
                    "per-change ablation, plus all-but-one ablation runs (slower)")
@@ -74,29 +108,13 @@ def load_step_options(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag import api
-    from pipediag.builder import target as targets
-    from pipediag.builder import tfds_target
     from pipediag.commands.scale import scale_command
     from pipediag.modes.runner import StopRule
     from pipediag.report.terminal import render_diagnosis
 
-    if args.demo == bool(args.target):
-        raise UsageError("give a TARGET or --demo (not both)", "pipediag diagnose path/to/data.py:make_dataset")
-    if (args.data_dir or args.split) and not tfds_target.is_tfds_target(args.target):
-        raise UsageError("--data-dir and --split are for tfds:NAME targets",
-                         "pass your builder's own arguments with --arg data_dir=... ")
+    check_dataset_arguments(args, "diagnose")
     check_outputs(args)
-    # Import TensorFlow through pipediag before the user's file does, so its start-up log lines
-    # are filtered (seen on the H200: a builder file importing TF first let them through).
-    import pipediag.backends.tf  # noqa: F401
-    if args.demo:
-        from pipediag import demo
-
-        builder, label = demo.make_dataset, "pipediag.demo:make_dataset (built-in example)"
-    elif tfds_target.is_tfds_target(args.target):
-        builder, label = tfds_target.load(args.target, args.data_dir, args.split), args.target
-    else:
-        builder, label = targets.load_callable(args.target), args.target
+    builder, label = load_dataset(args)
     options = load_step_options(args)
     options.update(
         stop_rule=StopRule(max_seconds=args.max_seconds),

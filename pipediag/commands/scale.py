@@ -8,8 +8,9 @@ import shlex
 from rich.console import Console
 
 from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_OK, RichProgress, positive_float, positive_int
-from pipediag.commands.diagnose import add_target_arguments, load_step_options
-from pipediag.errors import UsageError
+from pipediag.commands.diagnose import (
+    add_dataset_arguments, add_target_arguments, check_dataset_arguments, load_dataset, load_step_options,
+)
 
 
 def positive_ints(text: str) -> list[int]:
@@ -25,13 +26,8 @@ def positive_ints(text: str) -> list[int]:
 
 def register(sub) -> None:
     s = sub.add_parser("scale", help="measure the pipeline on tf.data service and plan the workers")
-    s.add_argument("target", nargs="?", help="dataset builder: file.py:function or package.module:function; "
-                   "or tfds:NAME, a tensorflow-datasets dataset already on disk")
-    s.add_argument("--demo", action="store_true", help="scale the built-in example (no code of yours needed)")
+    add_dataset_arguments(s, "scale")
     add_target_arguments(s)
-    s.add_argument("--data-dir", metavar="DIR", help="tfds:NAME targets: the tfds data dir it was prepared in "
-                   "(default: tfds' own); nothing is ever downloaded")
-    s.add_argument("--split", help="tfds:NAME targets: the split to read (default: train)")
     where = s.add_argument_group("the service")
     where.add_argument("--workers", type=positive_ints, metavar="N,N,...",
                        help="local worker counts to measure (default: 1, 2, 4, ... up to this host's cores)")
@@ -79,26 +75,12 @@ def scale_command(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag import scale as scaling
-    from pipediag.builder import target as targets
-    from pipediag.builder import tfds_target
     from pipediag.diagnosis import write_json
     from pipediag.modes.runner import StopRule
     from pipediag.report.scale import render_scale
 
-    if args.demo == bool(args.target):
-        raise UsageError("give a TARGET or --demo (not both)", "pipediag scale path/to/data.py:make_dataset")
-    if (args.data_dir or args.split) and not tfds_target.is_tfds_target(args.target):
-        raise UsageError("--data-dir and --split are for tfds:NAME targets",
-                         "pass your builder's own arguments with --arg data_dir=... ")
-    import pipediag.backends.tf  # noqa: F401  (before the user's file: TensorFlow's start-up log is filtered)
-    if args.demo:
-        from pipediag import demo
-
-        builder, label = demo.make_dataset, "pipediag.demo:make_dataset (built-in example)"
-    elif tfds_target.is_tfds_target(args.target):
-        builder, label = tfds_target.load(args.target, args.data_dir, args.split), args.target
-    else:
-        builder, label = targets.load_callable(args.target), args.target
+    check_dataset_arguments(args, "scale")
+    builder, label = load_dataset(args)
     options = load_step_options(args)
     options.update(
         workers=args.workers, worker_cores=args.worker_cores, service=args.service,

@@ -11,7 +11,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipediag._version import __version__
+from pipediag.diagnosis import SCHEMA_VERSION, file_header
 from pipediag.analysis.comparison import LookPlan, RatioInterval
 from pipediag.analysis.usage import Usage
 from pipediag.builder.element import ElementInfo
@@ -23,7 +23,6 @@ from pipediag.samples.readings import SampleLog
 from pipediag.steps.step import StepInfo
 from pipediag.verdict.comparison import ComparisonVerdict
 
-SCHEMA_VERSION = 1
 KIND = "comparison"
 
 
@@ -149,12 +148,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         kinds = list(self.verdicts)
         return {
-            "schema_version": SCHEMA_VERSION,
-            "kind": KIND,
-            "pipediag_version": __version__,
-            "created_at": self.created_at,
-            "status": self.status,
-            "elapsed_s": self.elapsed_s,
+            **file_header(KIND, self),
             "comparison": self.summary(self.primary),
             "input_only": self.summary("input_only") if self.primary != "input_only" else None,
             "a": self.a.to_dict(),

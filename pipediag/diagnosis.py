@@ -30,6 +30,12 @@ from pipediag.steps.step import StepInfo
 from pipediag.verdict.rules import Verdict
 
 SCHEMA_VERSION = 1
+
+
+def file_header(kind: str, result: Any) -> dict[str, Any]:
+    """The fields every pipediag JSON file starts with (a diagnosis, comparison, sweep, scale)."""
+    return {"schema_version": SCHEMA_VERSION, "kind": kind, "pipediag_version": __version__,
+            "created_at": result.created_at, "status": result.status, "elapsed_s": result.elapsed_s}
 MODE_NAMES = ("synthetic", "pipeline", "input_only", "tuned")
 
 
@@ -79,12 +85,7 @@ class Diagnosis:
             d["run"] = None if run is None else run.to_dict()
             modes[name] = d
         return {
-            "schema_version": SCHEMA_VERSION,
-            "kind": "diagnosis",
-            "pipediag_version": __version__,
-            "created_at": self.created_at,
-            "status": self.status,
-            "elapsed_s": self.elapsed_s,
+            **file_header("diagnosis", self),
             "target": self.target,
             "step": None if self.step is None else self.step.to_dict(),
             "environment": self.environment.to_dict(),

@@ -12,7 +12,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipediag._version import __version__
+from pipediag.diagnosis import SCHEMA_VERSION, file_header
 from pipediag.analysis.capacity import CapacityPlan, Overhead
 from pipediag.analysis.modes import ModeSummary, summary_from_dict
 from pipediag.builder.element import ElementInfo
@@ -25,7 +25,6 @@ from pipediag.samples.readings import SampleLog
 from pipediag.service.cluster import ServerInfo, Shutdown
 from pipediag.steps.step import StepInfo
 
-SCHEMA_VERSION = 1
 KIND = "scale"
 LOCAL_MODES = ("synthetic", "local_input_only", "transfer")
 
@@ -127,12 +126,7 @@ class ScaleResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
-            "kind": KIND,
-            "pipediag_version": __version__,
-            "created_at": self.created_at,
-            "status": self.status,
-            "elapsed_s": self.elapsed_s,
+            **file_header(KIND, self),
             "target": self.target,
             "step": None if self.step is None else self.step.to_dict(),
             "environment": self.environment.to_dict(),

@@ -15,11 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipediag._version import __version__
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import Knee, OomEdge, Rate, find_knee, oom_edge
 from pipediag.backends.memory_limit import MemoryLimit
-from pipediag.diagnosis import SCHEMA_VERSION
+from pipediag.diagnosis import SCHEMA_VERSION, file_header
 from pipediag.environment import Environment
 from pipediag.errors import UsageError
 from pipediag.modes.runner import ErrorInfo, StopRule
@@ -98,12 +97,7 @@ class Sweep:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
-            "kind": KIND,
-            "pipediag_version": __version__,
-            "created_at": self.created_at,
-            "status": self.status,
-            "elapsed_s": self.elapsed_s,
+            **file_header(KIND, self),
             "target": self.target,
             "step": None if self.step is None else self.step.to_dict(),
             "environment": self.environment.to_dict(),

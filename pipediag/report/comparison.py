@@ -10,6 +10,7 @@ from rich.text import Text
 
 from pipediag.analysis.comparison import RatioInterval
 from pipediag.comparison import Comparison, SideNumbers
+from pipediag.report.terminal import notes_view
 from pipediag.verdict.comparison import FASTER, INCONCLUSIVE, NO_DIFFERENCE, SLOWER, gate_text
 
 _STYLE = {FASTER: "bold green", SLOWER: "bold red", NO_DIFFERENCE: "bold white", INCONCLUSIVE: "bold yellow"}
@@ -140,18 +141,6 @@ def verdict_panel(c: Comparison) -> RenderableType:
     body.rstrip()
     border = "red" if v.regression else None
     return Panel(body, title="Verdict", title_align="left", border_style=border or "none")
-
-
-def notes_view(c: Comparison) -> RenderableType | None:
-    notes = list(c.environment.warnings) + list(c.notes)
-    if not notes:
-        return None
-    text = Text()
-    for note in notes:
-        text.append("! ", style="yellow")
-        text.append(note + "\n")
-    text.rstrip()
-    return text
 
 
 def render_comparison(c: Comparison) -> Group:

@@ -298,8 +298,9 @@ def fixes_view(d: Diagnosis) -> RenderableType:
     return Panel(Group(*parts), title="Fixes", title_align="left")
 
 
-def notes_view(d: Diagnosis) -> RenderableType | None:
-    notes = list(d.environment.warnings) + list(d.notes)
+def notes_view(result) -> RenderableType | None:
+    """The environment's warnings and the result's notes (a diagnosis or a comparison)."""
+    notes = list(result.environment.warnings) + list(result.notes)
     if not notes:
         return None
     text = Text()

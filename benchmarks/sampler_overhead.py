@@ -13,7 +13,14 @@ lower end is > 1%; otherwise "undecided" (too noisy to tell at this length: run 
     python benchmarks/sampler_overhead.py --dataset scenarios/gpu/host.py:make_dataset \\
         --step scenarios/gpu/host.py:make_step --batch-format numpy --json overhead.json
 
-It also times one sample (`Sampler.sample_once`) on its own: the sampler thread's cost per tick.
+It also times one sample (`Sampler.sample_once`) on its own: the sampler thread's cost per tick,
+in wall time and in that thread's CPU time.
+
+`--python-step`: instead of a real step, a pure-Python one (a fixed loop; no dataset): the worst
+case for a sampler thread, since every moment it holds the GIL is taken from the step, and steady
+enough (no device, no allocator) that a fraction of a percent shows:
+
+    python benchmarks/sampler_overhead.py --python-step --rounds 20 --block-s 1
 """
 
 from __future__ import annotations
@@ -34,6 +41,14 @@ from pipediag.samples.sampler import DEFAULT_HZ, Sampler  # noqa: E402
 from pipediag.steps.user_step import user_step  # noqa: E402
 
 LIMIT_PCT = 1.0
+
+
+def python_step(batch) -> int:
+    """About a millisecond of pure-Python work, holding the GIL throughout."""
+    total = 0
+    for i in range(20_000):
+        total += i * i
+    return total
 
 
 def run_block(step, batch, seconds: float) -> tuple[int, float]:
@@ -97,22 +112,25 @@ def time_one_sample(hz: float, n: int = 30) -> dict:
     sampler = Sampler(gpu_reader=reader, hz=hz)
     reader.open()
     sampler.cpu_reader.prime()
-    durations = []
+    durations, cpu = [], []
     for _ in range(n):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         sampler.sample_once()
         durations.append(time.perf_counter() - t0)
+        cpu.append(time.thread_time() - c0)
         time.sleep(0.11)  # GPM wants > 100 ms between its samples
     metrics = sorted(reader.metrics)
     sampler.stop()
     return {"sample_ms_median": 1000 * stats.median(durations), "sample_ms_p90": 1000 * stats.percentile(durations, 90),
+            "sample_cpu_ms_median": 1000 * stats.median(cpu),
             "gpu": reader.unavailable_reason or "NVML", "gpu_metrics": metrics}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dataset", required=True, help="builder spec; one batch of it is the constant input")
-    p.add_argument("--step", required=True, help="step factory spec (returns step(batch))")
+    p.add_argument("--dataset", help="builder spec; one batch of it is the constant input")
+    p.add_argument("--step", help="step factory spec (returns step(batch))")
+    p.add_argument("--python-step", action="store_true", help="a pure-Python step instead (GIL-bound, no dataset)")
     p.add_argument("--batch-format", choices=["tf", "numpy", "dlpack"], default="numpy")
     p.add_argument("--batch-size", type=int)
     p.add_argument("--rounds", type=int, default=8)
@@ -121,14 +139,19 @@ def main(argv=None) -> int:
     p.add_argument("--hz", type=float, default=DEFAULT_HZ)
     p.add_argument("--json", help="write the result here")
     args = p.parse_args(argv)
+    if args.python_step == bool(args.dataset and args.step):
+        p.error("give --dataset and --step, or --python-step")
+    if args.python_step:
+        step, batch = python_step, None
+        args.dataset = args.step = "python"
+    else:
+        from pipediag.modes.feeds import BatchFeed
 
-    from pipediag.modes.feeds import BatchFeed
-
-    builder = targets.load_callable(args.dataset)
-    kwargs = {"batch_size": args.batch_size} if args.batch_size and targets.accepts(builder, "batch_size") else {}
-    dataset = builder(**kwargs)
-    batch = BatchFeed(dataset, args.batch_format)()
-    step = user_step(targets.load_callable(args.step)(), args.step, args.batch_format).run
+        builder = targets.load_callable(args.dataset)
+        kwargs = {"batch_size": args.batch_size} if args.batch_size and targets.accepts(builder, "batch_size") else {}
+        dataset = builder(**kwargs)
+        batch = BatchFeed(dataset, args.batch_format)()
+        step = user_step(targets.load_callable(args.step)(), args.step, args.batch_format).run
     result = measure(step, batch, rounds=args.rounds, block_s=args.block_s, hz=args.hz, warmup_s=args.warmup_s)
     result.update(dataset=args.dataset, step=args.step, batch_format=args.batch_format, one_sample=time_one_sample(args.hz))
     if args.json:
@@ -138,7 +161,8 @@ def main(argv=None) -> int:
     print(f"sampler at {args.hz:g} Hz: throughput ratio on/off {o['ratio_on_over_off']:.4f} "
           f"(95% {o['ratio_ci95'][0]:.4f}-{o['ratio_ci95'][1]:.4f}); overhead {o['overhead_pct']:+.2f}% "
           f"(95% {o['overhead_pct_ci95'][0]:+.2f}% to {o['overhead_pct_ci95'][1]:+.2f}%): {o['verdict']}; "
-          f"one sample {o['one_sample']['sample_ms_median']:.2f} ms ({o['one_sample']['gpu']})")
+          f"one sample {o['one_sample']['sample_ms_median']:.2f} ms, {o['one_sample']['sample_cpu_ms_median']:.2f} ms "
+          f"of CPU ({o['one_sample']['gpu']})")
     return 0
 
 

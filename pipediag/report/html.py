@@ -42,6 +42,8 @@ text-align:right}th:first-child,td:first-child,.left{text-align:left}th{backgrou
 .muted{color:#718096}.note{color:#744210}.measured{color:#2f855a;font-weight:700}
 figure{margin:1rem 0}figcaption{color:#4a5568;font-size:.9em}
 .fix{margin:1rem 0}.fix h3{font-size:1rem;margin:.2rem 0}
+tr.slow td{background:#fff5f5}code.slow,tr.slow code{color:#9b2c2c;font-weight:700}
+.faster{color:#2f855a}.slower{color:#c53030}.unclear{color:#b7791f}
 """
 
 
@@ -52,6 +54,12 @@ def escape(value: object) -> str:
 
 def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
     return missing if value is None else fmt.format(value)
+
+
+def table_head(names: tuple[str, ...], left: tuple[str, ...] = ()) -> str:
+    """A `<thead>` row; the columns named in `left` are left-aligned (text), the others right (numbers)."""
+    cells = "".join(f'<th class="left">{escape(n)}</th>' if n in left else f"<th>{escape(n)}</th>" for n in names)
+    return f"<thead><tr>{cells}</tr></thead>"
 
 
 def header_section(d: Diagnosis) -> str:
@@ -198,30 +206,100 @@ def pipeline_section(d: Diagnosis) -> str | None:
     return f'<h2>Pipeline</h2><table id="stages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
+def _interval(ci: tuple[float, float] | None, fmt: str = "{:.1f}") -> str:
+    return "—" if ci is None or None in ci else f"{fmt.format(ci[0])} – {fmt.format(ci[1])}"
+
+
 def waterfall_section(d: Diagnosis) -> str | None:
-    """The rate after each stage and the slow stage, when the diagnosis has an anatomy (the
-    pipeline-anatomy work adds `Diagnosis.anatomy`: rows with `label`, `batches_per_sec`,
-    `batches_per_sec_ci`, `added_ms_per_batch`, `reason`; and `bottleneck_stage`, `reason`)."""
-    anatomy = getattr(d, "anatomy", None)
-    rows = getattr(anatomy, "rows", None)
-    if not rows:
+    """The anatomy: the pipeline cut after each stage and iterated alone, its rate in batches/s of
+    the final pipeline, and the slow stage drawn in red. A stage that could not be timed has no
+    bar and says why in the table (its rate is unknown, not 0)."""
+    a = d.anatomy
+    if a is None or not a.rows:
         return None
-    culprit = getattr(anatomy, "bottleneck_stage", None)
+    slow = a.bottleneck_index
     bars = [charts.Bar(r.label, r.batches_per_sec, *(r.batches_per_sec_ci or (None, None)),
-                       color="#c44e52" if r.label == culprit else "#4c72b0")
-            for r in rows if r.batches_per_sec is not None]
-    svg = charts.bar_chart(bars, "batches per second after each stage (95% interval)", "waterfall")
-    table = "".join(
-        f'<tr><td class="left"><code>{escape(r.label)}</code></td><td>{_num(r.batches_per_sec)}</td>'
-        f"<td>{_num(r.added_ms_per_batch, '{:.2f}')}</td><td class=\"left\">{escape(r.reason or '')}</td></tr>"
-        for r in rows
-    )
-    verdict = (f"<p>Slow stage: <code>{escape(culprit)}</code></p>" if culprit else "<p>No single stage stands out.</p>")
-    why = f'<p class="muted">{escape(anatomy.reason)}</p>' if getattr(anatomy, "reason", None) else ""
-    figure = f'<figure class="chart" id="chart-waterfall">{svg}</figure>' if svg else ""
-    return (f'<h2>Where the time goes: the rate after each stage</h2>{verdict}{why}{figure}'
-            '<table id="waterfall"><thead><tr><th class="left">stage</th><th>batches/s</th><th>adds ms/batch</th>'
-            f'<th class="left">note</th></tr></thead><tbody>{table}</tbody></table>')
+                       color=charts.SLOW_COLOR if r.index == slow else charts.STAGE_COLOR)
+            for r in a.rows if r.batches_per_sec is not None]
+    svg = charts.bar_chart(bars, "batches per second after each stage (error bars: 95% interval)", "waterfall")
+    rows = []
+    for r in a.rows:
+        mark = ' class="slow"' if r.index == slow else ""
+        flag = ' <strong>◀ slowest</strong>' if r.index == slow else ""
+        if r.batches_per_sec is None:
+            rate = f'<span class="muted" title="{escape(r.reason or "not timed")}">n/a</span>'
+        else:
+            rate = escape(_num(r.batches_per_sec))
+        rows.append(
+            f'<tr{mark}><td class="left"><code>{escape(r.label)}</code>{flag}</td><td>{rate}</td>'
+            f"<td>{escape(_interval(r.batches_per_sec_ci))}</td><td>{escape(_num(r.added_ms_per_batch, '{:+.2f}'))}</td>"
+            f"<td>{escape(_num(None if r.share is None else 100 * r.share, '{:.0f}%'))}</td>"
+            f'<td class="left">{escape(r.reason or "")}</td></tr>'
+        )
+    verdict = (f'<p>Slow stage: <code class="slow">{escape(a.bottleneck_stage)}</code> — {escape(a.reason)}</p>'
+               if a.bottleneck_stage else f"<p>No slow stage named: {escape(a.reason)}</p>")
+    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in a.notes)
+    caption = (f"Rates: {a.unit_note}. Each bar is the pipeline cut after that stage, iterated alone (no step); "
+               f"the slow stage is red. +ms: the time the stage adds to each batch.")
+    figure = (f'<figure class="chart" id="chart-waterfall">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
+              if svg else "")
+    head = table_head(("stage", "batches/s", "95% interval", "+ms/batch", "share", "note"), left=("stage", "note"))
+    return (f"<h2>Anatomy: the rate after each stage</h2>{verdict}{notes}{figure}"
+            f'<table id="waterfall">{head}<tbody>{"".join(rows)}</tbody></table>')
+
+
+_EFFECT_TEXT = {"gain": "gain", "none": "no clear effect", "harm": "slower", "unsafe": "unsafe: output differs",
+                "unmeasured": "not measured"}
+
+
+def ablation_section(d: Diagnosis) -> str | None:
+    """Each tuned-mode change alone against the control run (the user's graph rebuilt with no
+    change, run before and after the alone runs), all feeding the step; and all together."""
+    ab = d.ablation
+    if ab is None:
+        return None
+    describe = {c.key: c.description for c in d.tuning}
+    base = "the control run (no change, before and after the alone runs)" if ab.baseline_run == "control" \
+        else "pipeline mode (a single change: no control run)"
+    intro = (f"<p>Every run feeds the step, each for at most {ab.window_s:.1f} s. Baseline: {escape(base)}, "
+             f"{escape(_num(ab.baseline_batches_per_sec))} batches/s (95%: {escape(_interval(ab.baseline_ci))}).</p>")
+    head = table_head(("change", "speedup", "95% interval", "measured", "effect", "without it", "why"),
+                      left=("change", "effect", "why"))
+    rows = []
+    for e in ab.effects:
+        name = f"<code>{escape(e.kind)}</code>" + (f" on <code>{escape(e.stage)}</code>" if e.stage else "")
+        title = describe.get(e.change)
+        speed = "—" if e.speedup is None else f"×{e.speedup:.2f}"
+        basis = {"alone": "alone", "only change": "the only change", "none": "—"}.get(e.basis, e.basis)
+        without = "" if e.without_speedup is None else f"×{e.without_speedup:.2f} ({_interval(e.without_ci, '{:.2f}')})"
+        why = e.reason or ("" if e.speedup is not None else "no rate")
+        tip = f' title="{escape(title)}"' if title else ""
+        rows.append(
+            f'<tr class="effect-{escape(e.effect)}"><td class="left"{tip}>{name}</td>'
+            f"<td>{escape(speed)}</td><td>{escape(_interval(e.speedup_ci, '{:.2f}'))}</td>"
+            f'<td>{escape(basis)}</td><td class="left">{escape(_EFFECT_TEXT.get(e.effect, e.effect))}</td>'
+            f'<td>{escape(without)}</td><td class="left">{escape(why)}</td></tr>'
+        )
+    together = ""
+    if ab.together_speedup is not None:
+        together = (f"<p>All applied changes together: <strong>×{ab.together_speedup:.2f}</strong> "
+                    f"(95%: {escape(_interval(ab.together_ci, '{:.2f}'))}).</p>")
+    runs = []
+    for v in ab.variants:
+        state = v.error or v.stop_reason or ""
+        check = "" if v.check_ok is None else ("output checked" if v.check_ok else f"output differs: {v.check or ''}")
+        runs.append(f'<tr><td class="left">{escape(v.name)}</td><td class="left">{escape(v.role)}</td>'
+                    f"<td>{escape(_num(v.batches_per_sec))}</td><td>{escape(_interval(v.batches_per_sec_ci))}</td>"
+                    f'<td>{v.steps}</td><td class="left">{escape(state.replace("_", " "))}</td>'
+                    f'<td class="left">{escape(check)}</td></tr>')
+    runs_head = table_head(("run", "role", "batches/s", "95% interval", "steps", "ended", "check"),
+                           left=("run", "role", "ended", "check"))
+    return (f"<h2>Ablation: what each change gives on its own</h2>{intro}"
+            f'<table id="ablation">{head}<tbody>{"".join(rows)}</tbody></table>{together}'
+            '<p class="muted">speedup: the run with that change alone over the baseline (training throughput); '
+            "gain needs the intervals apart and at least 5%. without it: all together over all but this change.</p>"
+            f'<details><summary>the runs</summary><table id="ablation-runs">{runs_head}'
+            f'<tbody>{"".join(runs)}</tbody></table></details>')
 
 
 def fixes_section(d: Diagnosis) -> str:
@@ -241,7 +319,12 @@ def fixes_section(d: Diagnosis) -> str:
         for c in d.tuning:
             mark = "applied" if c.applied else "left out"
             reason = f' <span class="muted">— {escape(c.reason)}</span>' if c.reason else ""
-            items.append(f"<li><strong>[{mark}]</strong> {escape(c.description)}{reason}</li>")
+            effect = None if d.ablation is None else d.ablation.effect(c.key)
+            own = ""
+            if effect is not None and effect.speedup is not None:
+                alone = "alone" if effect.basis == "alone" else "the only change"
+                own = f' <span class="measured">— {alone} ×{effect.speedup:.2f} ({escape(effect.effect)})</span>'
+            items.append(f"<li><strong>[{mark}]</strong> {escape(c.description)}{own}{reason}</li>")
         parts.append(f"<h3>Tuned mode</h3><ul>{''.join(items)}</ul>")
         if d.tuned_check:
             parts.append(f'<p class="muted">{escape(d.tuned_check)}</p>')
@@ -282,7 +365,7 @@ def environment_section(d: Diagnosis) -> str:
 Section = Callable[[Diagnosis], "str | None"]
 SECTIONS: tuple[Section, ...] = (
     header_section, verdict_section, throughput_section, utilization_section, pipeline_section, waterfall_section,
-    fixes_section, notes_section, environment_section,
+    fixes_section, ablation_section, notes_section, environment_section,
 )
 
 

@@ -52,7 +52,7 @@ def escape(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
+def fmt_num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
     return missing if value is None else fmt.format(value)
 
 
@@ -117,8 +117,8 @@ def modes_table(d: Diagnosis) -> str:
             continue
         ci = "" if not m.batches_per_sec_ci else f"{m.batches_per_sec_ci[0]:.1f} – {m.batches_per_sec_ci[1]:.1f}"
         wait = "—" if m.input_wait_frac is None or name in ("synthetic", "input_only") else f"{100 * m.input_wait_frac:.0f}%"
-        cells = [_num(m.batches_per_sec), ci, _num(m.step_ms_median, "{:.2f}"), _num(m.step_ms_p90, "{:.2f}"), wait,
-                 _num(m.cpu_util_pct, "{:.0f}%"), _num(m.gpu_util_pct, "{:.0f}%", "n/a"), str(m.steps),
+        cells = [fmt_num(m.batches_per_sec), ci, fmt_num(m.step_ms_median, "{:.2f}"), fmt_num(m.step_ms_p90, "{:.2f}"), wait,
+                 fmt_num(m.cpu_util_pct, "{:.0f}%"), fmt_num(m.gpu_util_pct, "{:.0f}%", "n/a"), str(m.steps),
                  m.stop_reason.replace("_", " ")]
         rows.append(f'<tr><td title="{escape(_MODE_TEXT.get(name, name))}">{escape(name)}</td>'
                     + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
@@ -192,21 +192,26 @@ def utilization_section(d: Diagnosis) -> str | None:
             f'<figure class="chart" id="chart-utilization">{svg}<figcaption>{escape(caption)}</figcaption></figure>')
 
 
-def pipeline_section(d: Diagnosis) -> str | None:
-    if not d.stages:
-        return None
+def stages_table(stages, table_id: str = "stages") -> str:
+    """The pipeline's stages as the user wrote them (shared by every page that shows a pipeline)."""
     head = ('<tr><th>#</th><th class="left">stage</th><th class="left">op</th><th>parallelism</th><th>random</th>'
             "<th>Python</th></tr>")
     rows = []
-    for s in d.stages:
+    for s in stages:
         par = "" if s.parallelism is None else ("AUTOTUNE" if s.parallelism == -1 else str(s.parallelism))
         rows.append(f'<tr><td>{s.index}</td><td class="left"><code>{escape(s.label)}</code></td><td class="left">{escape(s.op)}</td>'
                     f"<td>{escape(par)}</td><td>{'yes' if s.is_random else ''}</td>"
                     f"<td>{'py_function' if s.has_py_function else ''}</td></tr>")
-    return f'<h2>Pipeline</h2><table id="stages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    return f'<table id="{escape(table_id)}"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _interval(ci: tuple[float, float] | None, fmt: str = "{:.1f}") -> str:
+def pipeline_section(d: Diagnosis) -> str | None:
+    if not d.stages:
+        return None
+    return f"<h2>Pipeline</h2>{stages_table(d.stages)}"
+
+
+def fmt_interval(ci: tuple[float, float] | None, fmt: str = "{:.1f}") -> str:
     return "—" if ci is None or None in ci else f"{fmt.format(ci[0])} – {fmt.format(ci[1])}"
 
 
@@ -229,11 +234,11 @@ def waterfall_section(d: Diagnosis) -> str | None:
         if r.batches_per_sec is None:
             rate = f'<span class="muted" title="{escape(r.reason or "not timed")}">n/a</span>'
         else:
-            rate = escape(_num(r.batches_per_sec))
+            rate = escape(fmt_num(r.batches_per_sec))
         rows.append(
             f'<tr{mark}><td class="left"><code>{escape(r.label)}</code>{flag}</td><td>{rate}</td>'
-            f"<td>{escape(_interval(r.batches_per_sec_ci))}</td><td>{escape(_num(r.added_ms_per_batch, '{:+.2f}'))}</td>"
-            f"<td>{escape(_num(None if r.share is None else 100 * r.share, '{:.0f}%'))}</td>"
+            f"<td>{escape(fmt_interval(r.batches_per_sec_ci))}</td><td>{escape(fmt_num(r.added_ms_per_batch, '{:+.2f}'))}</td>"
+            f"<td>{escape(fmt_num(None if r.share is None else 100 * r.share, '{:.0f}%'))}</td>"
             f'<td class="left">{escape(r.reason or "")}</td></tr>'
         )
     verdict = (f'<p>Slow stage: <code class="slow">{escape(a.bottleneck_stage)}</code> — {escape(a.reason)}</p>'
@@ -262,7 +267,7 @@ def ablation_section(d: Diagnosis) -> str | None:
     base = "the control run (no change, before and after the alone runs)" if ab.baseline_run == "control" \
         else "pipeline mode (a single change: no control run)"
     intro = (f"<p>Every run feeds the step, each for at most {ab.window_s:.1f} s. Baseline: {escape(base)}, "
-             f"{escape(_num(ab.baseline_batches_per_sec))} batches/s (95%: {escape(_interval(ab.baseline_ci))}).</p>")
+             f"{escape(fmt_num(ab.baseline_batches_per_sec))} batches/s (95%: {escape(fmt_interval(ab.baseline_ci))}).</p>")
     head = table_head(("change", "speedup", "95% interval", "measured", "effect", "without it", "why"),
                       left=("change", "effect", "why"))
     rows = []
@@ -271,25 +276,25 @@ def ablation_section(d: Diagnosis) -> str | None:
         title = describe.get(e.change)
         speed = "—" if e.speedup is None else f"×{e.speedup:.2f}"
         basis = {"alone": "alone", "only change": "the only change", "none": "—"}.get(e.basis, e.basis)
-        without = "" if e.without_speedup is None else f"×{e.without_speedup:.2f} ({_interval(e.without_ci, '{:.2f}')})"
+        without = "" if e.without_speedup is None else f"×{e.without_speedup:.2f} ({fmt_interval(e.without_ci, '{:.2f}')})"
         why = e.reason or ("" if e.speedup is not None else "no rate")
         tip = f' title="{escape(title)}"' if title else ""
         rows.append(
             f'<tr class="effect-{escape(e.effect)}"><td class="left"{tip}>{name}</td>'
-            f"<td>{escape(speed)}</td><td>{escape(_interval(e.speedup_ci, '{:.2f}'))}</td>"
+            f"<td>{escape(speed)}</td><td>{escape(fmt_interval(e.speedup_ci, '{:.2f}'))}</td>"
             f'<td>{escape(basis)}</td><td class="left">{escape(_EFFECT_TEXT.get(e.effect, e.effect))}</td>'
             f'<td>{escape(without)}</td><td class="left">{escape(why)}</td></tr>'
         )
     together = ""
     if ab.together_speedup is not None:
         together = (f"<p>All applied changes together: <strong>×{ab.together_speedup:.2f}</strong> "
-                    f"(95%: {escape(_interval(ab.together_ci, '{:.2f}'))}).</p>")
+                    f"(95%: {escape(fmt_interval(ab.together_ci, '{:.2f}'))}).</p>")
     runs = []
     for v in ab.variants:
         state = v.error or v.stop_reason or ""
         check = "" if v.check_ok is None else ("output checked" if v.check_ok else f"output differs: {v.check or ''}")
         runs.append(f'<tr><td class="left">{escape(v.name)}</td><td class="left">{escape(v.role)}</td>'
-                    f"<td>{escape(_num(v.batches_per_sec))}</td><td>{escape(_interval(v.batches_per_sec_ci))}</td>"
+                    f"<td>{escape(fmt_num(v.batches_per_sec))}</td><td>{escape(fmt_interval(v.batches_per_sec_ci))}</td>"
                     f'<td>{v.steps}</td><td class="left">{escape(state.replace("_", " "))}</td>'
                     f'<td class="left">{escape(check)}</td></tr>')
     runs_head = table_head(("run", "role", "batches/s", "95% interval", "steps", "ended", "check"),
@@ -346,8 +351,8 @@ def notes_section(d: Diagnosis) -> str | None:
     return f'<h2>Notes</h2><ul id="notes">{items}</ul>'
 
 
-def environment_section(d: Diagnosis) -> str:
-    env = d.environment
+def environment_facts(env, element_id: str = "environment") -> str:
+    """The machine a result was measured on, as a definition list (shared by every page)."""
     gpus = ", ".join(f"{g.index}: {g.name}" for g in env.gpus) or f"none ({env.gpu_unavailable_reason or 'not found'})"
     facts = [
         ("Python", f"{env.python_version} on {env.platform}"),
@@ -359,7 +364,32 @@ def environment_section(d: Diagnosis) -> str:
         ("GPUs", gpus + (f", driver {env.nvml_driver}" if env.nvml_driver else "")),
     ]
     rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
-    return f'<h2>Machine</h2><dl class="facts" id="environment">{rows}</dl>'
+    return f'<dl class="facts" id="{escape(element_id)}">{rows}</dl>'
+
+
+def environment_section(d: Diagnosis) -> str:
+    return f"<h2>Machine</h2>{environment_facts(d.environment)}"
+
+
+def notes_list(notes: list[str]) -> str | None:
+    """Warnings and notes as a list, or None when there are none."""
+    if not notes:
+        return None
+    items = "".join(f'<li class="note">{escape(n)}</li>' for n in notes)
+    return f'<h2>Notes</h2><ul id="notes">{items}</ul>'
+
+
+def partial_banner(status: str) -> str:
+    """Loud, at the top of a page whose run did not finish."""
+    if status == "complete":
+        return ""
+    return (f'<p class="banner" id="partial">{escape(status.upper())}: partial report — it shows what was measured '
+            "before the run stopped; what did not finish is missing.</p>")
+
+
+def facts_list(facts: list[tuple[str, str]], element_id: str = "facts") -> str:
+    rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
+    return f'<dl class="facts" id="{escape(element_id)}">{rows}</dl>'
 
 
 Section = Callable[[Diagnosis], "str | None"]

@@ -7,7 +7,16 @@ import shlex
 
 from rich.console import Console
 
-from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_OK, RichProgress, positive_float, positive_int
+from pipediag.commands.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    RichProgress,
+    add_output_arguments,
+    check_outputs,
+    positive_float,
+    positive_int,
+    write_outputs,
+)
 from pipediag.commands.diagnose import add_target_arguments, load_step_options
 from pipediag.errors import UsageError
 
@@ -51,6 +60,7 @@ def register(sub) -> None:
     plan.add_argument("--compute-rate", type=positive_float, metavar="BATCHES_PER_SEC",
                       help="batches/s one accelerator takes (default: the step's free-input rate measured here)")
     s.add_argument("--json", metavar="FILE", help="write the result as JSON (schema_version 1, kind scale)")
+    add_output_arguments(s, json=False, samples_csv=False)
 
 
 def scale_command(args: argparse.Namespace) -> str:
@@ -81,7 +91,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag import scale as scaling
     from pipediag.builder import target as targets
     from pipediag.builder import tfds_target
-    from pipediag.diagnosis import write_json
     from pipediag.modes.runner import StopRule
     from pipediag.report.scale import render_scale
 
@@ -90,6 +99,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if (args.data_dir or args.split) and not tfds_target.is_tfds_target(args.target):
         raise UsageError("--data-dir and --split are for tfds:NAME targets",
                          "pass your builder's own arguments with --arg data_dir=... ")
+    check_outputs(args)
     import pipediag.backends.tf  # noqa: F401  (before the user's file: TensorFlow's start-up log is filtered)
     if args.demo:
         from pipediag import demo
@@ -114,9 +124,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         with RichProgress(err) as progress:
             result = scaling.scale(builder, progress=progress, **options)
-    if args.json:
-        write_json(result.to_dict(), args.json)
+    written = write_outputs(result, args)
     out.print(render_scale(result))
-    if args.json:
-        err.print(f"[dim]wrote {args.json}[/dim]")
+    for path in written:
+        err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
     return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK

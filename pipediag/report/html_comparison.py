@@ -120,11 +120,12 @@ def sides_section(c: Comparison) -> str:
         for kind in kinds:
             n = c.sides.get(side, {}).get(kind)
             ci, why = side_interval(c, side, kind)
-            if n is None:
+            if n is None or n.rate is None:
                 cells += ["—"] * (5 if kind == "fed" else 3)
-                missing.append(f"{side} {kind.replace('_', ' ')}: not measured")
+                missing.append(f"{side} {kind.replace('_', ' ')}: not measured ({len(c.rounds)} round(s) counted; "
+                               "the first turn of each side is a probe, never counted)")
                 continue
-            if ci is None and n.rate is not None:
+            if ci is None:
                 missing.append(f"{side} {kind.replace('_', ' ')} interval n/a: {why}")
             u = n.usage
             cpu = fmt_num(u.cpu_util_pct if u else None, "{:.0f}%")

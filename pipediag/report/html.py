@@ -400,8 +400,9 @@ SECTIONS: tuple[Section, ...] = (
 
 
 def page(title: str, sections: list[str | None]) -> str:
-    """The page shell: the sections that rendered, under one escaped title. Other results (a
-    comparison, a batch-size sweep) can make their own page from their own sections and charts."""
+    """The page shell: the sections that rendered, under one escaped title. The other results
+    make their own pages with it (report.html_comparison, html_sweep, html_scale; html_pages
+    picks one), from their own sections and the helpers here."""
     from pipediag._version import __version__
 
     body = "\n".join(part for part in sections if part)

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from pipediag.builder.stages import Stage
-from pipediag.report.html_comparison import render_comparison_html, side_interval
+from pipediag.report.html_comparison import render_comparison_html, side_interval, side_rates
 from pipediag.report.html_pages import render_page
 from pipediag.report.html_scale import render_scale_html
 from pipediag.report.html_sweep import render_sweep_html
@@ -102,6 +102,21 @@ def test_comparison_escapes_labels_stages_and_notes():
 def test_slower_with_a_failed_gate_is_shown():
     page = render_comparison_html(comparison(a_ms=5.0, b_ms=10.0, fail_if_slower=0.05))
     assert ">SLOWER<" in page and "gate: FAIL: B is slower than A by more than 5%" in page
+
+
+def test_against_a_saved_run_the_chart_shows_rates_and_a_rests_on_its_chunks():
+    c = comparison()
+    chunks = (80.0, 84.0, 82.0, 83.0, 81.0)
+    rounds = tuple(replace(r, order="B", rates={k: {"B": v["B"]} for k, v in r.rates.items()}) for r in c.rounds)
+    c = replace(c, a=replace(c.a, source="saved", saved_file="base.json", saved_created_at="2026-11-29"),
+                rounds=rounds, baseline_chunks={"fed": chunks})
+    assert side_rates(c, "A", "fed") == chunks and side_interval(c, "A", "fed")[0][0] < 82.0
+    assert side_rates(c, "B", "fed") == tuple(r.rates["fed"]["B"] for r in rounds)
+    page = render_comparison_html(c)
+    # 82 ± t(4) · sd / √5 = 82 ± 2.776 · √(2.5 / 5) = 82 ± 1.96
+    assert "(saved run: base.json, 2026-11-29)" in page and row(page, "sides", "A (saved)")[2] == "80.0 – 84.0"
+    assert "A input only interval n/a: 0 turn(s)" in page  # the saved run had no input-only chunks here
+    assert 'id="chart-rounds"' in page and "Welch" in page
 
 
 # --- sweep ------------------------------------------------------------------------------------

@@ -92,11 +92,13 @@ def test_diagnose_writes_json_and_report_reprints_it(fixture_spec, tmp_path):
     assert "Verdict" in result.stdout and "INPUT" in result.stdout
     assert "synthetic mode" in result.stderr and "taking the first batch" in result.stderr  # the progress bars
     assert f"wrote {page}" in result.stderr
-    # Charts: throughput, CPU/GPU use over time, and the anatomy's rate after each stage.
-    assert "map(slow_read)" in page.read_text() and page.read_text().count("<svg") == 3
+    html = page.read_text()
+    assert "map(slow_read)" in html and html.count("<svg") == 3  # throughput, utilization, the anatomy's waterfall
+    assert 'id="chart-waterfall"' in html
     modes = {line.split(",")[2] for line in samples.read_text().splitlines()[1:]}
     assert {"synthetic", "pipeline", "input_only", "tuned"} <= modes
     data = json.loads(out.read_text())
+    assert ('id="ablation"' in html) == (data["tuning"]["ablation"] is not None)
     assert data["schema_version"] == 1 and data["verdict"]["bottleneck"] == "input"
     assert data["fixes"][0]["stage"] == "map(slow_read)"
     again = pipediag("report", str(out))

@@ -32,10 +32,13 @@ def test_bad_percentages_and_round_caps_are_usage_errors(fixture_spec):
 
 @pytest.mark.slow
 def test_arg_a_and_arg_b_compare_two_settings_of_one_builder(fixture_spec, tmp_path):
-    out = tmp_path / "cmp.json"
+    out, page = tmp_path / "cmp.json", tmp_path / "cmp.html"
     result = pipediag("compare", fixture_spec("sleep_map"), "--arg-a", "parallel=False", "--arg-b", "parallel=True",
-                      "--step", fixture_spec("light_step"), "--max-seconds", "20", "--json", str(out))
+                      "--step", fixture_spec("light_step"), "--max-seconds", "20", "--json", str(out),
+                      "--html", str(page))
     assert result.returncode == 0, result.stderr
+    html = page.read_text(encoding="utf-8")
+    assert ">FASTER<" in html and 'id="chart-rounds"' in html and "parallel=True" in html
     assert "FASTER" in result.stdout and "B is faster than A" in result.stdout
     assert "parallel=False" in result.stdout and "parallel=True" in result.stdout
     assert "round" in result.stderr  # the progress bar

@@ -85,9 +85,12 @@ def test_sweep_cli_writes_json_and_report_prints_it(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="120")
     run = lambda *a: subprocess.run([sys.executable, "-m", "pipediag", *a], capture_output=True, text=True,  # noqa: E731
                                     env=env, cwd=ROOT, timeout=240)
+    page = tmp_path / "sweep.html"
     result = run("sweep", f"{FIXTURES}:vectors", "--step", f"{FIXTURES}:jax_step", "--batch-format", "numpy",
-                 "--batch-sizes", "8,32", "--max-seconds", "1", "--json", str(out), "--quiet")
+                 "--batch-sizes", "8,32", "--max-seconds", "1", "--json", str(out), "--html", str(page), "--quiet")
     assert result.returncode == 0, result.stderr
+    html = page.read_text(encoding="utf-8")
+    assert 'id="chart-sweep"' in html and "<td>32</td>" in html
     assert "Batch sizes" in result.stdout and "knee:" in result.stdout
     data = json.loads(out.read_text())
     assert data["kind"] == "sweep" and [p["batch_size"] for p in data["points"]] == [8, 32]

@@ -35,9 +35,11 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_output_arguments(p: argparse.ArgumentParser, json: bool = True, save_alias: bool = False) -> None:
-    """The files a diagnosis can be written to; shared by diagnose and report. `save_alias`: also
-    accept --save for --json (to keep a baseline for 'pipediag compare --baseline FILE')."""
+def add_output_arguments(p: argparse.ArgumentParser, json: bool = True, save_alias: bool = False,
+                         samples_csv: bool = True) -> None:
+    """The files a result can be written to; shared by diagnose, compare, sweep, scale and report.
+    `save_alias`: also accept --save for --json (to keep a baseline for 'pipediag compare --baseline
+    FILE'). `samples_csv`: offer --samples-csv (a diagnosis's samples, per mode)."""
     if json:
         names = ("--json", "--save") if save_alias else ("--json",)
         p.add_argument(*names, dest="json", metavar="FILE",
@@ -45,7 +47,8 @@ def add_output_arguments(p: argparse.ArgumentParser, json: bool = True, save_ali
                        + ("; --save is the same, e.g. to keep a baseline for 'pipediag compare --baseline FILE'"
                           if save_alias else ""))
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
-    p.add_argument("--samples-csv", metavar="FILE", help="write every CPU/GPU sample with its time and mode as CSV")
+    if samples_csv:
+        p.add_argument("--samples-csv", metavar="FILE", help="write every CPU/GPU sample with its time and mode as CSV")
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -64,24 +67,25 @@ def check_outputs(args: argparse.Namespace) -> None:
                              "pip install matplotlib (pipediag lists it as a dependency)") from None
 
 
-def write_outputs(diagnosis, args: argparse.Namespace) -> list[str]:
+def write_outputs(result, args: argparse.Namespace) -> list[str]:
     """Write every file asked for (JSON, HTML, samples CSV), each atomically; return their paths.
-    Called for interrupted runs too: a partial report is still a report."""
+    `result`: a diagnosis, comparison, sweep or scale result (the HTML page fits its kind; the
+    samples CSV is a diagnosis's). Called for interrupted runs too: a partial report is still a report."""
     from pipediag.diagnosis import write_json, write_text
 
     written = []
     if getattr(args, "json", None):
-        write_json(diagnosis.to_dict(), args.json)
+        write_json(result.to_dict(), args.json)
         written.append(args.json)
     if getattr(args, "html", None):
-        from pipediag.report.html import render_html
+        from pipediag.report.html_pages import render_page
 
-        write_text(render_html(diagnosis), args.html)
+        write_text(render_page(result), args.html)
         written.append(args.html)
     if getattr(args, "samples_csv", None):
         from pipediag.report.samples_csv import format_samples_csv
 
-        write_text(format_samples_csv(diagnosis), args.samples_csv)
+        write_text(format_samples_csv(result), args.samples_csv)
         written.append(args.samples_csv)
     return written
 

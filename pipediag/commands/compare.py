@@ -15,7 +15,15 @@ import argparse
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_OK, EXIT_SLOWER, positive_float
+from pipediag.commands.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SLOWER,
+    add_output_arguments,
+    check_outputs,
+    positive_float,
+    write_outputs,
+)
 from pipediag.commands.diagnose import add_target_arguments, load_step_options
 from pipediag.errors import UsageError
 
@@ -62,6 +70,7 @@ def register(sub) -> None:
     c.add_argument("--fail-if-slower", type=percent, metavar="P",
                    help="exit with code 3 when B is slower than A by more than P (e.g. 5%%), with 95%% confidence")
     c.add_argument("--json", "--save", dest="json", metavar="FILE", help="write the comparison as JSON")
+    add_output_arguments(c, json=False, samples_csv=False)
 
 
 class RoundsProgress:
@@ -104,7 +113,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.analysis.comparison import LookPlan
     from pipediag.builder import target as targets
     from pipediag.compare_api import compare
-    from pipediag.diagnosis import write_json
     from pipediag.modes.interleave import ComparePlan
     from pipediag.report.comparison import render_comparison
 
@@ -126,6 +134,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             "pipediag compare data.py:v1 data.py:v2; to see the noise, compare a builder with itself: "
             "pipediag compare data.py:v1 data.py:v1",
         )
+    check_outputs(args)
     options = load_step_options(args)
     common = options.pop("builder_kwargs")
     a_kwargs = {**common, **_kwargs(args.arg_a)}
@@ -145,11 +154,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         with RoundsProgress(err) as progress:
             comparison = compare(a, b, progress=progress, **options)
-    if args.json:
-        write_json(comparison.to_dict(), args.json)
+    written = write_outputs(comparison, args)
     out.print(render_comparison(comparison))
-    if args.json:
-        err.print(f"[dim]wrote {args.json}[/dim]")
+    for path in written:
+        err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
     if comparison.status == "interrupted":
         return EXIT_INTERRUPTED
     return EXIT_SLOWER if comparison.regression else EXIT_OK

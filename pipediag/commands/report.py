@@ -1,5 +1,5 @@
-"""`pipediag report FILE`: print a saved diagnosis, comparison, sweep or scale result again;
-re-render a diagnosis as HTML or samples CSV."""
+"""`pipediag report FILE`: print a saved diagnosis, comparison, sweep or scale result again, and
+re-render it as HTML (any kind) or, for a diagnosis, its samples as CSV."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pipediag.errors import UsageError
 
 
 def register(sub) -> None:
-    r = sub.add_parser("report", help="print a saved diagnosis, comparison, sweep or scale result again; --html re-renders a diagnosis")
+    r = sub.add_parser("report", help="print a saved diagnosis, comparison, sweep or scale result again; --html re-renders any of them")
     r.add_argument("file", help="a JSON file written by diagnose, compare, sweep or scale --json")
     add_output_arguments(r, json=False)
     r.add_argument("--quiet", action="store_true", help="write the files only; print nothing")
@@ -30,24 +30,20 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     check_outputs(args)
     data = load_json(args.file)
-    other = None
     if data.get("kind") == SWEEP:
-        other = render_sweep(Sweep.from_dict(data))
+        result, render = Sweep.from_dict(data), render_sweep
     elif data.get("kind") == SCALE:
-        other = render_scale(ScaleResult.from_dict(data))
+        result, render = ScaleResult.from_dict(data), render_scale
     elif is_comparison(data):
-        other = render_comparison(Comparison.from_dict(data))
-    if other is not None:
-        if args.html or args.samples_csv:
-            raise UsageError("--html and --samples-csv re-render diagnoses, not comparisons, sweeps or scale results",
-                             "run 'pipediag report' with them on a file written by 'pipediag diagnose --json'")
-        if not args.quiet:
-            out.print(other)
-        return EXIT_OK
-    diagnosis = Diagnosis.from_dict(data)
-    written = write_outputs(diagnosis, args)
+        result, render = Comparison.from_dict(data), render_comparison
+    else:
+        result, render = Diagnosis.from_dict(data), render_diagnosis
+    if args.samples_csv and not isinstance(result, Diagnosis):
+        raise UsageError(f"--samples-csv writes a diagnosis's samples by mode; {args.file} holds a {data.get('kind')}",
+                         "use --samples-csv on a file written by 'pipediag diagnose --json' (--html works for every kind)")
+    written = write_outputs(result, args)
     if not args.quiet:
-        out.print(render_diagnosis(diagnosis))
+        out.print(render(result))
         for path in written:
             err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
     return EXIT_OK

@@ -7,7 +7,16 @@ import shlex
 
 from rich.console import Console
 
-from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_OK, RichProgress, positive_float, positive_int
+from pipediag.commands.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    RichProgress,
+    add_output_arguments,
+    check_outputs,
+    positive_float,
+    positive_int,
+    write_outputs,
+)
 from pipediag.commands.diagnose import (
     add_dataset_arguments, add_target_arguments, check_dataset_arguments, load_dataset, load_step_options,
 )
@@ -47,6 +56,7 @@ def register(sub) -> None:
     plan.add_argument("--compute-rate", type=positive_float, metavar="BATCHES_PER_SEC",
                       help="batches/s one accelerator takes (default: the step's free-input rate measured here)")
     s.add_argument("--json", metavar="FILE", help="write the result as JSON (schema_version 1, kind scale)")
+    add_output_arguments(s, json=False, samples_csv=False)
 
 
 def scale_command(args: argparse.Namespace) -> str:
@@ -75,11 +85,11 @@ def scale_command(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag import scale as scaling
-    from pipediag.diagnosis import write_json
     from pipediag.modes.runner import StopRule
     from pipediag.report.scale import render_scale
 
     check_dataset_arguments(args, "scale")
+    check_outputs(args)
     builder, label = load_dataset(args)
     options = load_step_options(args)
     options.update(
@@ -96,9 +106,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         with RichProgress(err) as progress:
             result = scaling.scale(builder, progress=progress, **options)
-    if args.json:
-        write_json(result.to_dict(), args.json)
+    written = write_outputs(result, args)
     out.print(render_scale(result))
-    if args.json:
-        err.print(f"[dim]wrote {args.json}[/dim]")
+    for path in written:
+        err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
     return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK

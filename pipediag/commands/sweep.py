@@ -6,7 +6,15 @@ import argparse
 
 from rich.console import Console
 
-from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_OK, RichProgress, positive_int
+from pipediag.commands.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    RichProgress,
+    add_output_arguments,
+    check_outputs,
+    positive_int,
+    write_outputs,
+)
 from pipediag.commands.diagnose import add_target_arguments
 from pipediag.errors import UsageError
 
@@ -21,6 +29,7 @@ def register(sub) -> None:
                    "PyTorch per-process fraction)")
     s.add_argument("--keep-going", action="store_true", help="also run the sizes above the first that ran out of memory")
     s.add_argument("--json", metavar="FILE", help="write the sweep as JSON (schema_version 1, kind sweep)")
+    add_output_arguments(s, json=False, samples_csv=False)
 
 
 def _memory_limit(megabytes: int, nvml_lib=None):
@@ -47,12 +56,12 @@ def _memory_limit(megabytes: int, nvml_lib=None):
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.builder import target as targets
     from pipediag.commands.diagnose import load_step_options
-    from pipediag.diagnosis import write_json
     from pipediag.modes.runner import StopRule
     from pipediag.report.sweep import render_sweep
     from pipediag.sweep import parse_batch_sizes, sweep
 
     sizes = parse_batch_sizes(args.batch_sizes)
+    check_outputs(args)
     limit = _memory_limit(args.gpu_memory_limit) if args.gpu_memory_limit else None
     builder = targets.load_callable(args.target)
     options = load_step_options(args)
@@ -68,9 +77,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         with RichProgress(err) as progress:
             result = sweep(builder, sizes, progress=progress, **options)
-    if args.json:
-        write_json(result.to_dict(), args.json)
+    written = write_outputs(result, args)
     out.print(render_sweep(result))
-    if args.json:
-        err.print(f"[dim]wrote {args.json}[/dim]")
+    for path in written:
+        err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
     return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 MODE_COLORS = {"synthetic": "#4c72b0", "pipeline": "#dd8452", "input_only": "#55a868", "tuned": "#8172b3"}
 CPU_COLOR, PROCESS_COLOR = "#4c72b0", "#8da0cb"
+STAGE_COLOR, SLOW_COLOR = "#4c72b0", "#c44e52"  # the anatomy's bars; the slow stage stands out in red
 GPU_COLORS = ("#c44e52", "#e377c2", "#8c564b", "#bcbd22", "#17becf", "#7f7f7f", "#937860", "#da8bc3")
 _WIDTH_IN = 8.0
 
@@ -107,4 +108,101 @@ def timeline_chart(panels: Sequence[Panel], ylabel: str, name: str, ylim: tuple[
         ax.spines[["top", "right"]].set_visible(False)
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     axes[-1].set_xlabel("seconds since the mode's timed window began")
+    return to_svg(fig, name)
+
+
+@dataclass(frozen=True)
+class Line:
+    """Points joined by a line; a None value is a gap, never 0. `lows`/`highs`: 95% error bars
+    where both are known."""
+
+    label: str
+    xs: tuple[float, ...]
+    ys: tuple[float | None, ...]
+    color: str
+    lows: tuple[float | None, ...] | None = None
+    highs: tuple[float | None, ...] | None = None
+    marker: str = "o"
+    style: str = "-"
+    right: bool = False  # drawn against the second (right-hand) y axis
+
+
+@dataclass(frozen=True)
+class Level:
+    """A horizontal reference line, with an optional shaded band (an interval)."""
+
+    label: str
+    value: float
+    color: str
+    low: float | None = None
+    high: float | None = None
+    style: str = "--"
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A vertical line at x, labelled (the knee, an out-of-memory batch size)."""
+
+    label: str
+    x: float
+    color: str
+    style: str = ":"
+
+
+def _known(line: Line) -> list[int]:
+    return [i for i, y in enumerate(line.ys) if y is not None and math.isfinite(y)]
+
+
+def xy_chart(lines: Sequence[Line], xlabel: str, ylabel: str, name: str, *, right_label: str | None = None,
+             levels: Sequence[Level] = (), marks: Sequence[Mark] = (), log2_x: bool = False,
+             xticks: Sequence[float] | None = None, from_zero: bool = True, height_in: float = 3.6) -> str | None:
+    """Lines over x with error bars, reference levels and vertical marks. None when no line has a
+    single known value (nothing measured, nothing drawn). `from_zero`: the y axes start at 0 (rates);
+    off for ratios, which sit around 1."""
+    drawn = [line for line in lines if _known(line)]
+    if not drawn:
+        return None
+    fig = _figure(height_in)
+    ax = fig.add_subplot()
+    twin = None
+    if any(line.right for line in drawn):
+        twin = ax.twinx()
+        twin.set_ylabel(right_label or "")
+    handles = []
+    for line in drawn:
+        target = twin if line.right and twin is not None else ax
+        ys = [math.nan if y is None else y for y in line.ys]
+        (handle,) = target.plot(line.xs, ys, label=line.label, color=line.color, marker=line.marker,
+                                linestyle=line.style, linewidth=1.6, markersize=5)
+        handles.append(handle)
+        if line.lows is not None and line.highs is not None:
+            bars = [i for i in _known(line) if line.lows[i] is not None and line.highs[i] is not None]
+            if bars:
+                target.errorbar([line.xs[i] for i in bars], [line.ys[i] for i in bars],
+                                yerr=[[line.ys[i] - line.lows[i] for i in bars], [line.highs[i] - line.ys[i] for i in bars]],
+                                fmt="none", ecolor=line.color, capsize=3, linewidth=1.0)
+    for level in levels:
+        if level.low is not None and level.high is not None:
+            ax.axhspan(level.low, level.high, color=level.color, alpha=0.15, linewidth=0)
+        handles.append(ax.axhline(level.value, color=level.color, linestyle=level.style, linewidth=1.2,
+                                  label=level.label))
+    for mark in marks:
+        handles.append(ax.axvline(mark.x, color=mark.color, linestyle=mark.style, linewidth=1.4, label=mark.label))
+    if log2_x:
+        ax.set_xscale("log", base=2)
+    if xticks:
+        from matplotlib.ticker import NullLocator
+
+        ax.set_xticks(list(xticks), [f"{x:g}" for x in xticks])
+        ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if from_zero:
+        ax.set_ylim(bottom=0)
+        if twin is not None:
+            twin.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.spines[["top"]].set_visible(False)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.08 if twin is not None else 1.0, 1.0), fontsize=8,
+              frameon=False)
     return to_svg(fig, name)

@@ -42,6 +42,8 @@ text-align:right}th:first-child,td:first-child,.left{text-align:left}th{backgrou
 .muted{color:#718096}.note{color:#744210}.measured{color:#2f855a;font-weight:700}
 figure{margin:1rem 0}figcaption{color:#4a5568;font-size:.9em}
 .fix{margin:1rem 0}.fix h3{font-size:1rem;margin:.2rem 0}
+tr.slow td{background:#fff5f5}code.slow,tr.slow code{color:#9b2c2c;font-weight:700}
+.faster{color:#2f855a}.slower{color:#c53030}.unclear{color:#b7791f}
 """
 
 
@@ -50,8 +52,14 @@ def escape(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
+def fmt_num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
     return missing if value is None else fmt.format(value)
+
+
+def table_head(names: tuple[str, ...], left: tuple[str, ...] = ()) -> str:
+    """A `<thead>` row; the columns named in `left` are left-aligned (text), the others right (numbers)."""
+    cells = "".join(f'<th class="left">{escape(n)}</th>' if n in left else f"<th>{escape(n)}</th>" for n in names)
+    return f"<thead><tr>{cells}</tr></thead>"
 
 
 def header_section(d: Diagnosis) -> str:
@@ -109,8 +117,8 @@ def modes_table(d: Diagnosis) -> str:
             continue
         ci = "" if not m.batches_per_sec_ci else f"{m.batches_per_sec_ci[0]:.1f} – {m.batches_per_sec_ci[1]:.1f}"
         wait = "—" if m.input_wait_frac is None or name in ("synthetic", "input_only") else f"{100 * m.input_wait_frac:.0f}%"
-        cells = [_num(m.batches_per_sec), ci, _num(m.step_ms_median, "{:.2f}"), _num(m.step_ms_p90, "{:.2f}"), wait,
-                 _num(m.cpu_util_pct, "{:.0f}%"), _num(m.gpu_util_pct, "{:.0f}%", "n/a"), str(m.steps),
+        cells = [fmt_num(m.batches_per_sec), ci, fmt_num(m.step_ms_median, "{:.2f}"), fmt_num(m.step_ms_p90, "{:.2f}"), wait,
+                 fmt_num(m.cpu_util_pct, "{:.0f}%"), fmt_num(m.gpu_util_pct, "{:.0f}%", "n/a"), str(m.steps),
                  m.stop_reason.replace("_", " ")]
         rows.append(f'<tr><td title="{escape(_MODE_TEXT.get(name, name))}">{escape(name)}</td>'
                     + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
@@ -184,44 +192,119 @@ def utilization_section(d: Diagnosis) -> str | None:
             f'<figure class="chart" id="chart-utilization">{svg}<figcaption>{escape(caption)}</figcaption></figure>')
 
 
-def pipeline_section(d: Diagnosis) -> str | None:
-    if not d.stages:
-        return None
+def stages_table(stages, table_id: str = "stages") -> str:
+    """The pipeline's stages as the user wrote them (shared by every page that shows a pipeline)."""
     head = ('<tr><th>#</th><th class="left">stage</th><th class="left">op</th><th>parallelism</th><th>random</th>'
             "<th>Python</th></tr>")
     rows = []
-    for s in d.stages:
+    for s in stages:
         par = "" if s.parallelism is None else ("AUTOTUNE" if s.parallelism == -1 else str(s.parallelism))
         rows.append(f'<tr><td>{s.index}</td><td class="left"><code>{escape(s.label)}</code></td><td class="left">{escape(s.op)}</td>'
                     f"<td>{escape(par)}</td><td>{'yes' if s.is_random else ''}</td>"
                     f"<td>{'py_function' if s.has_py_function else ''}</td></tr>")
-    return f'<h2>Pipeline</h2><table id="stages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    return f'<table id="{escape(table_id)}"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def pipeline_section(d: Diagnosis) -> str | None:
+    if not d.stages:
+        return None
+    return f"<h2>Pipeline</h2>{stages_table(d.stages)}"
+
+
+def fmt_interval(ci: tuple[float, float] | None, fmt: str = "{:.1f}") -> str:
+    return "—" if ci is None or None in ci else f"{fmt.format(ci[0])} – {fmt.format(ci[1])}"
 
 
 def waterfall_section(d: Diagnosis) -> str | None:
-    """The rate after each stage and the slow stage, when the diagnosis has an anatomy (the
-    pipeline-anatomy work adds `Diagnosis.anatomy`: rows with `label`, `batches_per_sec`,
-    `batches_per_sec_ci`, `added_ms_per_batch`, `reason`; and `bottleneck_stage`, `reason`)."""
-    anatomy = getattr(d, "anatomy", None)
-    rows = getattr(anatomy, "rows", None)
-    if not rows:
+    """The anatomy: the pipeline cut after each stage and iterated alone, its rate in batches/s of
+    the final pipeline, and the slow stage drawn in red. A stage that could not be timed has no
+    bar and says why in the table (its rate is unknown, not 0)."""
+    a = d.anatomy
+    if a is None or not a.rows:
         return None
-    culprit = getattr(anatomy, "bottleneck_stage", None)
+    slow = a.bottleneck_index
     bars = [charts.Bar(r.label, r.batches_per_sec, *(r.batches_per_sec_ci or (None, None)),
-                       color="#c44e52" if r.label == culprit else "#4c72b0")
-            for r in rows if r.batches_per_sec is not None]
-    svg = charts.bar_chart(bars, "batches per second after each stage (95% interval)", "waterfall")
-    table = "".join(
-        f'<tr><td class="left"><code>{escape(r.label)}</code></td><td>{_num(r.batches_per_sec)}</td>'
-        f"<td>{_num(r.added_ms_per_batch, '{:.2f}')}</td><td class=\"left\">{escape(r.reason or '')}</td></tr>"
-        for r in rows
-    )
-    verdict = (f"<p>Slow stage: <code>{escape(culprit)}</code></p>" if culprit else "<p>No single stage stands out.</p>")
-    why = f'<p class="muted">{escape(anatomy.reason)}</p>' if getattr(anatomy, "reason", None) else ""
-    figure = f'<figure class="chart" id="chart-waterfall">{svg}</figure>' if svg else ""
-    return (f'<h2>Where the time goes: the rate after each stage</h2>{verdict}{why}{figure}'
-            '<table id="waterfall"><thead><tr><th class="left">stage</th><th>batches/s</th><th>adds ms/batch</th>'
-            f'<th class="left">note</th></tr></thead><tbody>{table}</tbody></table>')
+                       color=charts.SLOW_COLOR if r.index == slow else charts.STAGE_COLOR)
+            for r in a.rows if r.batches_per_sec is not None]
+    svg = charts.bar_chart(bars, "batches per second after each stage (error bars: 95% interval)", "waterfall")
+    rows = []
+    for r in a.rows:
+        mark = ' class="slow"' if r.index == slow else ""
+        flag = ' <strong>◀ slowest</strong>' if r.index == slow else ""
+        if r.batches_per_sec is None:
+            rate = f'<span class="muted" title="{escape(r.reason or "not timed")}">n/a</span>'
+        else:
+            rate = escape(fmt_num(r.batches_per_sec))
+        rows.append(
+            f'<tr{mark}><td class="left"><code>{escape(r.label)}</code>{flag}</td><td>{rate}</td>'
+            f"<td>{escape(fmt_interval(r.batches_per_sec_ci))}</td><td>{escape(fmt_num(r.added_ms_per_batch, '{:+.2f}'))}</td>"
+            f"<td>{escape(fmt_num(None if r.share is None else 100 * r.share, '{:.0f}%'))}</td>"
+            f'<td class="left">{escape(r.reason or "")}</td></tr>'
+        )
+    verdict = (f'<p>Slow stage: <code class="slow">{escape(a.bottleneck_stage)}</code> — {escape(a.reason)}</p>'
+               if a.bottleneck_stage else f"<p>No slow stage named: {escape(a.reason)}</p>")
+    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in a.notes)
+    caption = (f"Rates: {a.unit_note}. Each bar is the pipeline cut after that stage, iterated alone (no step); "
+               f"the slow stage is red. +ms: the time the stage adds to each batch.")
+    figure = (f'<figure class="chart" id="chart-waterfall">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
+              if svg else "")
+    head = table_head(("stage", "batches/s", "95% interval", "+ms/batch", "share", "note"), left=("stage", "note"))
+    return (f"<h2>Anatomy: the rate after each stage</h2>{verdict}{notes}{figure}"
+            f'<table id="waterfall">{head}<tbody>{"".join(rows)}</tbody></table>')
+
+
+_EFFECT_TEXT = {"gain": "gain", "none": "no clear effect", "harm": "slower", "unsafe": "unsafe: output differs",
+                "unmeasured": "not measured"}
+
+
+def ablation_section(d: Diagnosis) -> str | None:
+    """Each tuned-mode change alone against the control run (the user's graph rebuilt with no
+    change, run before and after the alone runs), all feeding the step; and all together."""
+    ab = d.ablation
+    if ab is None:
+        return None
+    describe = {c.key: c.description for c in d.tuning}
+    base = "the control run (no change, before and after the alone runs)" if ab.baseline_run == "control" \
+        else "pipeline mode (a single change: no control run)"
+    intro = (f"<p>Every run feeds the step, each for at most {ab.window_s:.1f} s. Baseline: {escape(base)}, "
+             f"{escape(fmt_num(ab.baseline_batches_per_sec))} batches/s (95%: {escape(fmt_interval(ab.baseline_ci))}).</p>")
+    head = table_head(("change", "speedup", "95% interval", "measured", "effect", "without it", "why"),
+                      left=("change", "effect", "why"))
+    rows = []
+    for e in ab.effects:
+        name = f"<code>{escape(e.kind)}</code>" + (f" on <code>{escape(e.stage)}</code>" if e.stage else "")
+        title = describe.get(e.change)
+        speed = "—" if e.speedup is None else f"×{e.speedup:.2f}"
+        basis = {"alone": "alone", "only change": "the only change", "none": "—"}.get(e.basis, e.basis)
+        without = "" if e.without_speedup is None else f"×{e.without_speedup:.2f} ({fmt_interval(e.without_ci, '{:.2f}')})"
+        why = e.reason or ("" if e.speedup is not None else "no rate")
+        tip = f' title="{escape(title)}"' if title else ""
+        rows.append(
+            f'<tr class="effect-{escape(e.effect)}"><td class="left"{tip}>{name}</td>'
+            f"<td>{escape(speed)}</td><td>{escape(fmt_interval(e.speedup_ci, '{:.2f}'))}</td>"
+            f'<td>{escape(basis)}</td><td class="left">{escape(_EFFECT_TEXT.get(e.effect, e.effect))}</td>'
+            f'<td>{escape(without)}</td><td class="left">{escape(why)}</td></tr>'
+        )
+    together = ""
+    if ab.together_speedup is not None:
+        together = (f"<p>All applied changes together: <strong>×{ab.together_speedup:.2f}</strong> "
+                    f"(95%: {escape(fmt_interval(ab.together_ci, '{:.2f}'))}).</p>")
+    runs = []
+    for v in ab.variants:
+        state = v.error or v.stop_reason or ""
+        check = "" if v.check_ok is None else ("output checked" if v.check_ok else f"output differs: {v.check or ''}")
+        runs.append(f'<tr><td class="left">{escape(v.name)}</td><td class="left">{escape(v.role)}</td>'
+                    f"<td>{escape(fmt_num(v.batches_per_sec))}</td><td>{escape(fmt_interval(v.batches_per_sec_ci))}</td>"
+                    f'<td>{v.steps}</td><td class="left">{escape(state.replace("_", " "))}</td>'
+                    f'<td class="left">{escape(check)}</td></tr>')
+    runs_head = table_head(("run", "role", "batches/s", "95% interval", "steps", "ended", "check"),
+                           left=("run", "role", "ended", "check"))
+    return (f"<h2>Ablation: what each change gives on its own</h2>{intro}"
+            f'<table id="ablation">{head}<tbody>{"".join(rows)}</tbody></table>{together}'
+            '<p class="muted">speedup: the run with that change alone over the baseline (training throughput); '
+            "gain needs the intervals apart and at least 5%. without it: all together over all but this change.</p>"
+            f'<details><summary>the runs</summary><table id="ablation-runs">{runs_head}'
+            f'<tbody>{"".join(runs)}</tbody></table></details>')
 
 
 def fixes_section(d: Diagnosis) -> str:
@@ -241,7 +324,12 @@ def fixes_section(d: Diagnosis) -> str:
         for c in d.tuning:
             mark = "applied" if c.applied else "left out"
             reason = f' <span class="muted">— {escape(c.reason)}</span>' if c.reason else ""
-            items.append(f"<li><strong>[{mark}]</strong> {escape(c.description)}{reason}</li>")
+            effect = None if d.ablation is None else d.ablation.effect(c.key)
+            own = ""
+            if effect is not None and effect.speedup is not None:
+                alone = "alone" if effect.basis == "alone" else "the only change"
+                own = f' <span class="measured">— {alone} ×{effect.speedup:.2f} ({escape(effect.effect)})</span>'
+            items.append(f"<li><strong>[{mark}]</strong> {escape(c.description)}{own}{reason}</li>")
         parts.append(f"<h3>Tuned mode</h3><ul>{''.join(items)}</ul>")
         if d.tuned_check:
             parts.append(f'<p class="muted">{escape(d.tuned_check)}</p>')
@@ -263,8 +351,8 @@ def notes_section(d: Diagnosis) -> str | None:
     return f'<h2>Notes</h2><ul id="notes">{items}</ul>'
 
 
-def environment_section(d: Diagnosis) -> str:
-    env = d.environment
+def environment_facts(env, element_id: str = "environment") -> str:
+    """The machine a result was measured on, as a definition list (shared by every page)."""
     gpus = ", ".join(f"{g.index}: {g.name}" for g in env.gpus) or f"none ({env.gpu_unavailable_reason or 'not found'})"
     facts = [
         ("Python", f"{env.python_version} on {env.platform}"),
@@ -276,19 +364,45 @@ def environment_section(d: Diagnosis) -> str:
         ("GPUs", gpus + (f", driver {env.nvml_driver}" if env.nvml_driver else "")),
     ]
     rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
-    return f'<h2>Machine</h2><dl class="facts" id="environment">{rows}</dl>'
+    return f'<dl class="facts" id="{escape(element_id)}">{rows}</dl>'
+
+
+def environment_section(d: Diagnosis) -> str:
+    return f"<h2>Machine</h2>{environment_facts(d.environment)}"
+
+
+def notes_list(notes: list[str]) -> str | None:
+    """Warnings and notes as a list, or None when there are none."""
+    if not notes:
+        return None
+    items = "".join(f'<li class="note">{escape(n)}</li>' for n in notes)
+    return f'<h2>Notes</h2><ul id="notes">{items}</ul>'
+
+
+def partial_banner(status: str) -> str:
+    """Loud, at the top of a page whose run did not finish."""
+    if status == "complete":
+        return ""
+    return (f'<p class="banner" id="partial">{escape(status.upper())}: partial report — it shows what was measured '
+            "before the run stopped; what did not finish is missing.</p>")
+
+
+def facts_list(facts: list[tuple[str, str]], element_id: str = "facts") -> str:
+    rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
+    return f'<dl class="facts" id="{escape(element_id)}">{rows}</dl>'
 
 
 Section = Callable[[Diagnosis], "str | None"]
 SECTIONS: tuple[Section, ...] = (
     header_section, verdict_section, throughput_section, utilization_section, pipeline_section, waterfall_section,
-    fixes_section, notes_section, environment_section,
+    fixes_section, ablation_section, notes_section, environment_section,
 )
 
 
 def page(title: str, sections: list[str | None]) -> str:
-    """The page shell: the sections that rendered, under one escaped title. Other results (a
-    comparison, a batch-size sweep) can make their own page from their own sections and charts."""
+    """The page shell: the sections that rendered, under one escaped title. The other results
+    make their own pages with it (report.html_comparison, html_sweep, html_scale; html_pages
+    picks one), from their own sections and the helpers here."""
     from pipediag._version import __version__
 
     body = "\n".join(part for part in sections if part)

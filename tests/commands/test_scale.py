@@ -58,11 +58,11 @@ def test_data_dir_without_a_tfds_target_is_a_usage_error():
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_interrupt_stops_every_server_and_writes_the_partial_report(fixture_spec, tmp_path, sig):
-    out = tmp_path / "scale.json"
+    out, page = tmp_path / "scale.json", tmp_path / "scale.html"
     env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="110")
     proc = subprocess.Popen(
         [sys.executable, "-m", "pipediag", "scale", fixture_spec("in_memory"), "--step", fixture_spec("light_step"),
-         "--workers", "1", "--max-seconds", "30", "--json", str(out)],
+         "--workers", "1", "--max-seconds", "30", "--json", str(out), "--html", str(page)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
     )
     servers: list[psutil.Process] = []
@@ -91,5 +91,6 @@ def test_interrupt_stops_every_server_and_writes_the_partial_report(fixture_spec
     data = json.loads(out.read_text())
     assert data["kind"] == "scale" and data["status"] == "interrupted"
     assert data["service"]["shutdown"]["clean"] is True
+    assert "INTERRUPTED: partial report" in page.read_text(encoding="utf-8")  # the page is written too
     again = pipediag("report", str(out))
     assert again.returncode == 0 and "pipediag scale" in again.stdout and "INTERRUPTED" in again.stdout

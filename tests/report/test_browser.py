@@ -113,3 +113,30 @@ def test_report_in_chromium(browser, tmp_path):
     browser.set_window_size(1200, min(height + 100, 8000))
     shot = os.path.join(ARTIFACTS, "html-report.png")
     assert browser.save_screenshot(shot) and os.path.getsize(shot) > 10_000
+
+
+@pytest.mark.parametrize("kind", ["comparison", "sweep", "scale"])
+def test_other_pages_in_chromium(browser, tmp_path, kind):
+    from pipediag.report.html_pages import render_page
+    from tests.comparisons import comparison
+    from tests.report.test_scale import result as scale_result
+    from tests.report.test_sweep import a_sweep
+
+    result, chart, verdict = {
+        "comparison": (lambda: replace(comparison(), b=replace(comparison().b, label=EVIL)), "chart-rounds", "FASTER"),
+        "sweep": (a_sweep, "chart-sweep", "Knee: batch size 256"),
+        "scale": (scale_result, "chart-scale", "WORTH IT"),
+    }[kind]
+    page = tmp_path / f"{kind}.html"
+    page.write_text(render_page(result()), encoding="utf-8")
+    browser.get(page.as_uri())
+    assert verdict in browser.find_element("id", "verdict").text
+    if kind == "comparison":
+        assert EVIL in browser.find_element("tag name", "h1").text  # shown as text, not run
+    sizes = browser.execute_script(
+        "return [...document.querySelectorAll('figure.chart svg')].map(s => {"
+        "const r = s.getBoundingClientRect(); return [s.closest('figure').id, r.width, r.height]; })"
+    )
+    assert [s[0] for s in sizes] == [chart] and sizes[0][1] > 300 and sizes[0][2] > 150, sizes
+    assert browser.execute_script("return document.scripts.length") == 0
+    assert errors(browser) == []

@@ -5,8 +5,9 @@ from dataclasses import replace
 
 from pipediag.builder.stages import Stage
 from pipediag.fixes.recommend import Fix
+from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun
-from pipediag.report.html import gpu_missing_reason, render_html, utilization_panels
+from pipediag.report.html import ablation_section, gpu_missing_reason, render_html, utilization_panels, waterfall_section
 from pipediag.samples.readings import CpuReading, GpuDevice, GpuReading, Sample, SampleLog
 from pipediag.verdict.rules import Verdict
 from tests.summaries import GiB, diagnosis, summary
@@ -86,16 +87,101 @@ def test_modes_not_run_are_marked_not_run():
     assert page.count("not run</td>") == 3
 
 
-def test_waterfall_renders_only_with_an_anatomy():
-    from types import SimpleNamespace
+def an_ablation():
+    """Two changes, each run alone between two control runs, then together (plain numbers)."""
+    from pipediag.analysis.ablation import VariantResult, conclude
 
-    from pipediag.report.html import waterfall_section
+    def v(name, role, keys, rate):
+        return VariantResult(name, role, tuple(keys), rate, (rate * 0.97, rate * 1.03), 100, "stable")
 
-    assert waterfall_section(diagnosis()) is None  # main's Diagnosis has no anatomy yet
-    row = lambda label, rate, added: SimpleNamespace(label=label, batches_per_sec=rate, added_ms_per_batch=added,  # noqa: E731
-                                                     batches_per_sec_ci=(rate * 0.9, rate * 1.1), reason=None)
-    anatomy = SimpleNamespace(rows=(row("TensorSliceDataset", 900.0, None), row(f"map({EVIL})", 60.0, 15.5)),
-                              bottleneck_stage=f"map({EVIL})", reason="adds 93% of the time per batch")
-    html = waterfall_section(SimpleNamespace(anatomy=anatomy))
-    assert "<svg" in html and 'id="waterfall"' in html and "15.50" in html
-    assert "<script" not in html and "Slow stage: <code>map(&lt;script&gt;" in html
+    variants = [v("control", "control", [], 50.0), v("parallel_map alone", "alone", [PARALLEL.key], 155.0),
+                v("prefetch alone", "alone", [PREFETCH.key], 51.0), v("control", "control", [], 49.0),
+                v("together", "together", [PARALLEL.key, PREFETCH.key], 160.0)]
+    return conclude(50.0, (48.5, 51.5), [(c.key, c.kind, c.stage) for c in (PARALLEL, PREFETCH)], variants, 3.0)
+
+
+PARALLEL = Change("parallel_map", "map(decode_example)", "MapDataset/_2", "map(decode_example): parallel", True)
+PREFETCH = Change("prefetch", None, None, "prefetch at the end", True)
+
+
+def with_anatomy(**kwargs):
+    from tests.summaries import anatomy_and_stages
+
+    anatomy, stages = anatomy_and_stages()
+    return diagnosis(verdict=VERDICT, anatomy=anatomy, stages=stages, **kwargs)
+
+
+def test_no_anatomy_or_ablation_no_section():
+    page = render_html(diagnosis(verdict=VERDICT))
+    assert 'id="waterfall"' not in page and 'id="ablation"' not in page
+
+
+def test_waterfall_chart_and_table_name_the_slow_stage():
+    page = render_html(with_anatomy())
+    section = waterfall_section(with_anatomy())
+    assert 'id="chart-waterfall"' in section and section.count("<svg") == 1
+    assert "Slow stage: <code class=\"slow\">map(decode_example)</code>" in section
+    rows = re.findall(r"<tr( class=\"slow\")?><td class=\"left\"><code>([^<]*)</code>", section)
+    assert [(bool(slow), label) for slow, label in rows] == [(False, "TensorSliceDataset"), (True, "map(decode_example)"),
+                                                             (False, "batch(16)")]
+    assert "◀ slowest" in section and "+19.00" in section and "91%" in section  # 1/50 - 1/1000 s, of 1/48 s
+    assert "elements/s ÷ 16" in section  # the unit note
+    assert page.count("<svg") == 3  # throughput, utilization, waterfall
+
+
+def test_the_slow_bar_is_red_and_the_others_are_not():
+    from pipediag.report import charts
+
+    svg = waterfall_section(with_anatomy())
+    assert svg.count(f"fill: {charts.SLOW_COLOR}") == 1 and svg.count(f"fill: {charts.STAGE_COLOR}") == 2
+
+
+def test_an_untimed_stage_shows_na_with_its_reason_not_zero():
+    d = with_anatomy()
+    rows = list(d.anatomy.rows)
+    rows[0] = replace(rows[0], batches_per_sec=None, batches_per_sec_ci=None, added_ms_per_batch=None, share=None,
+                      reason="not comparable: TFRecordDataset turns file names into records")
+    d = replace(d, anatomy=replace(d.anatomy, rows=tuple(rows), bottleneck_stage=None, bottleneck_index=None,
+                                   reason="no single stage stands out"))
+    section = waterfall_section(d)
+    first = re.search(r"<tr><td class=\"left\"><code>TensorSliceDataset</code></td>(.*?)</tr>", section).group(1)
+    assert ">n/a<" in first and "turns file names into records" in first and ">0.0<" not in first
+    assert "No slow stage named: no single stage stands out" in section and 'class="slow"' not in section
+
+
+def test_waterfall_escapes_stage_names():
+    d = with_anatomy()
+    rows = list(d.anatomy.rows)
+    rows[1] = replace(rows[1], label=f"map({EVIL})")
+    d = replace(d, anatomy=replace(d.anatomy, rows=tuple(rows), bottleneck_stage=f"map({EVIL})",
+                                   reason=f"map({EVIL}) adds 19 ms"))
+    section = waterfall_section(d)
+    assert "<script" not in section and "map(&lt;script&gt;alert(1)&lt;/script&gt;)" in section
+
+
+def test_ablation_table_each_change_alone_against_the_control():
+    d = with_anatomy(tuning=(PARALLEL, PREFETCH), ablation=an_ablation())
+    section = ablation_section(d)
+    assert "Baseline: the control run" in section and "49.5 batches/s (95%: 47.5 – 51.5)" in section
+    rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr class="effect-\w+"><td class="left"[^>]*><code>(\w+)</code>.*?</tr>', section)}
+    assert set(rows) == {"parallel_map", "prefetch"}
+    assert "×3.13" in rows["parallel_map"] and ">gain<" in rows["parallel_map"] and ">alone<" in rows["parallel_map"]
+    assert "on <code>map(decode_example)</code>" in rows["parallel_map"]
+    assert "×1.03" in rows["prefetch"] and ">no clear effect<" in rows["prefetch"]
+    assert "All applied changes together: <strong>×3.23</strong>" in section
+    assert section.count("<tr><td class=\"left\">control</td>") == 2  # both control runs are listed
+    page = render_html(d)
+    assert "— alone ×3.13 (gain)" in page  # the tuned-mode list says what each change gave alone
+
+
+def test_an_unmeasured_change_says_why_not_zero():
+    from pipediag.analysis.ablation import VariantResult, conclude
+
+    broken = VariantResult("prefetch alone", "alone", (PREFETCH.key,), None, None, 0, None, error=f"raised {EVIL}")
+    ab = an_ablation()
+    ab = conclude(50.0, (48.5, 51.5), [(c.key, c.kind, c.stage) for c in (PARALLEL, PREFETCH)],
+                  [v for v in ab.variants if v.name != "prefetch alone"] + [broken], 3.0)
+    section = ablation_section(with_anatomy(tuning=(PARALLEL, PREFETCH), ablation=ab))
+    row = re.search(r'<tr class="effect-unmeasured">.*?</tr>', section).group(0)
+    assert "<td>—</td><td>—</td>" in row and ">not measured<" in row and "raised &lt;script&gt;" in row
+    assert "×0.00" not in section and "<script" not in section

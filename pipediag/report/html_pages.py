@@ -1,0 +1,35 @@
+"""Which HTML page a result gets: a diagnosis, a comparison, a sweep or a scale result.
+
+The one place that knows every kind, so the CLI (`--html` on any command, `pipediag report FILE
+--html`) writes a page without caring which result it holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def render_page(result: Any) -> str:
+    """The self-contained HTML page of any pipediag result."""
+    from pipediag.comparison import Comparison
+    from pipediag.diagnosis import Diagnosis
+    from pipediag.scaling import ScaleResult
+    from pipediag.sweep import Sweep
+
+    if isinstance(result, Diagnosis):
+        from pipediag.report.html import render_html
+
+        return render_html(result)
+    if isinstance(result, Comparison):
+        from pipediag.report.html_comparison import render_comparison_html
+
+        return render_comparison_html(result)
+    if isinstance(result, Sweep):
+        from pipediag.report.html_sweep import render_sweep_html
+
+        return render_sweep_html(result)
+    if isinstance(result, ScaleResult):
+        from pipediag.report.html_scale import render_scale_html
+
+        return render_scale_html(result)
+    raise TypeError(f"no HTML page for a {type(result).__name__}")

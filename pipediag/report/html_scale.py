@@ -23,7 +23,7 @@ from pipediag.report.html import (
     stages_table,
     table_head,
 )
-from pipediag.report.scale import _PLACEMENT, _WORTH, _cpu, _workers
+from pipediag.report.scale import PLACEMENT_TEXT, WORTH_TEXT, cpu_text, workers_text
 from pipediag.scaling import ScaleResult
 
 _WORTH_COLORS = {"yes": "#2f855a", "not_needed": "#b7791f", "does_not_scale": "#c53030", "transfer_bound": "#c53030",
@@ -66,7 +66,7 @@ def verdict_section(r: ScaleResult) -> str:
     if p is None:
         return ('<h2>Capacity plan</h2><div class="verdict" id="verdict"><p class="bottleneck">NO PLAN</p>'
                 "<p>The step was not measured with free input, so there is no demand to plan for.</p></div>")
-    word = _WORTH.get(p.worth_it, (p.worth_it.upper(), ""))[0]
+    word = WORTH_TEXT.get(p.worth_it, (p.worth_it.upper(), ""))[0]
     color = _WORTH_COLORS.get(p.worth_it, "#4a5568")
     reasons = "".join(f"<li>{escape(line)}</li>" for line in p.reasons)
     facts = [f"compute {fmt_num(p.compute_batches_per_sec)} batches/s per accelerator ({p.compute_source})"]
@@ -94,7 +94,7 @@ def measured_section(r: ScaleResult) -> str:
 
     for key, what in (("synthetic", "synthetic (free input)"), ("local_input_only", "local, no service"),
                       ("transfer", "service, constant batch")):
-        cpu = _cpu(r.overhead.transfer_worker_cpu_pct) if key == "transfer" and r.overhead is not None else ""
+        cpu = cpu_text(r.overhead.transfer_worker_cpu_pct) if key == "transfer" and r.overhead is not None else ""
         row(what, r.modes.get(key), cpu=cpu)
     points = {p.workers: p for p in (r.plan.scaling if r.plan else ())}
     reasons = []
@@ -103,14 +103,14 @@ def measured_section(r: ScaleResult) -> str:
         n = c.workers if c.workers is not None else r.settings.get("remote_workers")
         per = None if not _rate(m) or not n else _rate(m) / n
         point = points.get(c.workers)
-        cpu = _cpu(c.worker_cpu_pct)
+        cpu = cpu_text(c.worker_cpu_pct)
         if not cpu:
             cpu = "n/a"
             if c.worker_cpu_reason:
-                reasons.append(f"{_workers(c.workers)}: worker CPU n/a: {c.worker_cpu_reason}")
-        row(f"{_workers(c.workers)}: input", m, fmt_num(per, missing=""),
-            fmt_num(point.efficiency if point else None, "{:.0%}", ""), cpu, _PLACEMENT.get(c.placement, c.placement))
-        row(f"{_workers(c.workers)}: step fed", c.fed)
+                reasons.append(f"{workers_text(c.workers)}: worker CPU n/a: {c.worker_cpu_reason}")
+        row(f"{workers_text(c.workers)}: input", m, fmt_num(per, missing=""),
+            fmt_num(point.efficiency if point else None, "{:.0%}", ""), cpu, PLACEMENT_TEXT.get(c.placement, c.placement))
+        row(f"{workers_text(c.workers)}: step fed", c.fed)
     caption = ["input: the pipeline through the service alone; step fed: feeding the step; — : not measured. "
                "worker CPU: each worker process over the mode, 100% = one core; client: pipediag's own process. "
                "cores: own = each worker on core(s) of its own; shared = the workers fill every core; over = more "
@@ -119,7 +119,7 @@ def measured_section(r: ScaleResult) -> str:
     for c in r.counts:
         for kind, m in (("input", c.input_only), ("step fed", c.fed)):
             if m is not None and m.stop_reason != "stable":
-                stops.append(f"{_workers(c.workers)} {kind}: {m.stop_reason.replace('_', ' ')}")
+                stops.append(f"{workers_text(c.workers)} {kind}: {m.stop_reason.replace('_', ' ')}")
     if stops:
         caption.append("stopped early or at the cap — " + ", ".join(stops))
     notes = "".join(f'<p class="muted">{escape(line)}</p>' for line in caption)
@@ -197,11 +197,11 @@ def overhead_section(r: ScaleResult) -> str:
     items = []
     if o.transfer_batches_per_sec is not None:
         mib = f", {o.transfer_mib_per_sec:.0f} MiB/s" if o.transfer_mib_per_sec is not None else ""
-        items.append(f"a constant batch through the service ({_workers(o.transfer_workers)}): "
+        items.append(f"a constant batch through the service ({workers_text(o.transfer_workers)}): "
                      f"{o.transfer_batches_per_sec:.1f} batches/s = {fmt_num(o.per_batch_ms, '{:.2f}')} ms per batch{mib}: "
                      "the most one client receives, with no preprocessing at all")
     if o.service_over_local is not None:
-        items.append(f"on the same cores ({_workers(o.equal_cores_workers)} × {r.settings.get('worker_cores')} core vs "
+        items.append(f"on the same cores ({workers_text(o.equal_cores_workers)} × {r.settings.get('worker_cores')} core vs "
                      f"the local pipeline on all {r.settings.get('host_cores')}): the service delivered "
                      f"{o.service_over_local:.2f}x the local rate")
     elif o.reason:
@@ -232,7 +232,7 @@ def service_section(r: ScaleResult) -> str | None:
 
 
 def render_scale_html(r: ScaleResult) -> str:
-    word = "no plan" if r.plan is None else _WORTH.get(r.plan.worth_it, (r.plan.worth_it,))[0].lower()
+    word = "no plan" if r.plan is None else WORTH_TEXT.get(r.plan.worth_it, (r.plan.worth_it,))[0].lower()
     return page(f"pipediag scale: {word} — {r.target}", [
         header_section(r), verdict_section(r), chart_section(r), measured_section(r), plan_section(r),
         overhead_section(r), service_section(r),

@@ -15,14 +15,14 @@ from pipediag.analysis.capacity import OVERSUBSCRIBED, OWN_CORES, REMOTE, SHARES
 from pipediag.analysis.modes import ModeSummary
 from pipediag.scaling import ScaleResult
 
-_PLACEMENT = {
+PLACEMENT_TEXT = {
     OWN_CORES: "own",
     SHARES_CLIENT_CORES: "shared",
     OVERSUBSCRIBED: "over",
     UNPINNED: "not pinned",
     REMOTE: "remote",
 }
-_WORTH = {
+WORTH_TEXT = {
     "yes": ("WORTH IT", "bold green"),
     "not_needed": ("NOT NEEDED", "bold yellow"),
     "does_not_scale": ("NOT WORTH IT: DOES NOT SCALE", "bold red"),
@@ -41,11 +41,11 @@ def _half(m: ModeSummary | None) -> str:
     return f"{(m.batches_per_sec_ci[1] - m.batches_per_sec_ci[0]) / 2:.1f}"
 
 
-def _workers(n: int | None) -> str:
+def workers_text(n: int | None) -> str:
     return "deployment" if n is None else f"{n} worker{'s' if n != 1 else ''}"
 
 
-def _cpu(values: tuple[float, ...] | None) -> str:
+def cpu_text(values: tuple[float, ...] | None) -> str:
     """Each worker's CPU, or their mean when there are more than two."""
     if not values:
         return ""
@@ -100,7 +100,7 @@ def measured_table(r: ScaleResult) -> Table:
         m = r.modes.get(key)
         cpu = ""
         if key == "transfer" and r.overhead is not None:
-            cpu = _cpu(r.overhead.transfer_worker_cpu_pct)
+            cpu = cpu_text(r.overhead.transfer_worker_cpu_pct)
         table.add_row(what, _num(m.batches_per_sec if m else None), _half(m), "", "", cpu,
                       _num(m.process_cpu_pct if m else None, "{:.0f}%"), "")
     points = {p.workers: p for p in (r.plan.scaling if r.plan else ())}
@@ -110,12 +110,12 @@ def measured_table(r: ScaleResult) -> Table:
         per = None if m is None or not m.batches_per_sec or not n else m.batches_per_sec / n
         point = points.get(c.workers)
         eff = _num(point.efficiency if point else None, "{:.0%}", "")
-        cpu = _cpu(c.worker_cpu_pct) or "n/a"
-        table.add_row(f"{_workers(c.workers)}: input", _num(m.batches_per_sec if m else None), _half(m),
+        cpu = cpu_text(c.worker_cpu_pct) or "n/a"
+        table.add_row(f"{workers_text(c.workers)}: input", _num(m.batches_per_sec if m else None), _half(m),
                       _num(per, missing=""), eff, cpu, _num(m.process_cpu_pct if m else None, "{:.0f}%"),
-                      _PLACEMENT.get(c.placement, c.placement))
+                      PLACEMENT_TEXT.get(c.placement, c.placement))
         f = c.fed
-        table.add_row(f"{_workers(c.workers)}: step fed", _num(f.batches_per_sec if f else None), _half(f),
+        table.add_row(f"{workers_text(c.workers)}: step fed", _num(f.batches_per_sec if f else None), _half(f),
                       "", "", "", _num(f.process_cpu_pct if f else None, "{:.0f}%"), "")
     caption = ["input: the pipeline through the service alone; step fed: feeding the step. worker CPU: each "
                "worker process over the mode, 100% = one core; client: pipediag's own process (receiving, and "
@@ -125,7 +125,7 @@ def measured_table(r: ScaleResult) -> Table:
     for c in r.counts:
         for kind, m in (("input", c.input_only), ("step fed", c.fed)):
             if m is not None and m.stop_reason != "stable":
-                stops.append(f"{_workers(c.workers)} {kind}: {m.stop_reason.replace('_', ' ')}")
+                stops.append(f"{workers_text(c.workers)} {kind}: {m.stop_reason.replace('_', ' ')}")
     if stops:
         caption.append("stopped early or at the cap — " + ", ".join(stops))
     table.caption = "\n".join(caption)
@@ -143,13 +143,13 @@ def overhead_view(r: ScaleResult) -> RenderableType:
     if o.transfer_batches_per_sec is not None:
         mib = f", {o.transfer_mib_per_sec:.0f} MiB/s" if o.transfer_mib_per_sec is not None else ""
         text.append(
-            f"  • a constant batch through the service ({_workers(o.transfer_workers)}): "
+            f"  • a constant batch through the service ({workers_text(o.transfer_workers)}): "
             f"{o.transfer_batches_per_sec:.1f} batches/s = {o.per_batch_ms:.2f} ms per batch{mib}: "
             "the most one client receives, with no preprocessing at all\n"
         )
     if o.service_over_local is not None:
         text.append(
-            f"  • on the same cores ({_workers(o.equal_cores_workers)} × {r.settings.get('worker_cores')} core vs the "
+            f"  • on the same cores ({workers_text(o.equal_cores_workers)} × {r.settings.get('worker_cores')} core vs the "
             f"local pipeline on all {r.settings.get('host_cores')}): the service delivered "
             f"{o.service_over_local:.2f}x the local rate\n"
         )
@@ -164,7 +164,7 @@ def plan_panel(r: ScaleResult) -> RenderableType:
     if p is None:
         return Panel(Text("no plan: the step was not measured with free input"), title="Capacity plan", title_align="left")
     body = Text()
-    word, style = _WORTH.get(p.worth_it, (p.worth_it.upper(), "bold"))
+    word, style = WORTH_TEXT.get(p.worth_it, (p.worth_it.upper(), "bold"))
     body.append("tf.data service: ", style="bold")
     body.append(word + "\n", style=style)
     for line in p.reasons:

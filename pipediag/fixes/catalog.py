@@ -68,6 +68,11 @@ _STAGE_TITLES = {
 }
 
 
+def size_text(nbytes) -> str:
+    """`~1.0 GiB`, `~96 MiB`; empty when unknown."""
+    return _size(nbytes)
+
+
 def _size(nbytes) -> str:
     if nbytes is None:
         return ""
@@ -86,7 +91,7 @@ def _shuffle_buffer_code(stage: str | None, details: dict) -> str:
     return (
         "files = tf.data.Dataset.from_tensor_slices(filenames).shuffle(len(filenames))  # new order every epoch\n"
         "ds = files.interleave(tf.data.TFRecordDataset, cycle_length=8,  # mixes 8 files at a time\n"
-        "                      num_parallel_calls=tf.data.AUTOTUNE)\n"
+        "                      num_parallel_calls=tf.data.AUTOTUNE)  # no files? shuffle blocks of indices alike\n"
         f"ds = ds.shuffle({size})  # {was}{new}"
     )
 

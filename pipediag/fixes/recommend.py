@@ -248,9 +248,9 @@ def _shuffle_buffer_fix(b: BufferEstimate, budget: float, budget_source: str | N
     size = b.suggested_elements(budget)
     basis = (
         f"not measured (a smaller buffer changes how well the order is mixed, which pipediag cannot judge): "
-        f"`{b.stage}` holds ~{b.total_bytes / 2**20:.0f} MiB = {b.elements} elements x "
+        f"`{b.stage}` holds {catalog.size_text(b.total_bytes)} = {b.elements} elements x "
         f"{b.bytes_per_element / 2**10:.0f} KiB (buffer size from the graph, bytes per element measured), "
-        f"{b.total_bytes / budget:.1f}x {whose}; shuffle({size}) would hold ~{size * b.bytes_per_element / 2**20:.0f} MiB, "
+        f"{b.total_bytes / budget:.1f}x {whose}; shuffle({size}) would hold {catalog.size_text(size * b.bytes_per_element)}, "
         f"at most {100 * SUGGESTED_BUFFER_SHARE:.0f}% of it"
     )
     return _fix("shuffle_buffer", b.stage, basis, suggested_elements=size, bytes_per_element=b.bytes_per_element,

@@ -14,7 +14,8 @@ A memory verdict about the pipeline's own shuffle buffers gets a smaller buffer 
 shuffling for the randomness), and nothing that adds buffers: tuned-mode changes are listed as tried.
 A stage that runs Python for every element (a generator, `tf.py_function`) gets the advice to do that
 work for whole batches in TensorFlow ops, when a measurement points at it (the anatomy's slow stage,
-or about one core busy while the step waited: the GIL) and making it parallel did not help.
+or about one core busy while the step waited: the GIL), the CPUs were not idle (Python waiting on
+I/O frees the GIL), and no measured change at that stage helped.
 """
 
 from __future__ import annotations
@@ -217,11 +218,16 @@ def recommend(
 def _python_fixes(verdict: Verdict, stages: Sequence[Stage], slow_stage: str | None, given: list[Fix]) -> list[Fix]:
     """Stages that run Python for every element, where a measurement points at them: the
     anatomy named the stage slowest, or about one core was busy while the step waited (the GIL
-    lets one thread run Python at a time) and it is the only Python stage. Not when making it
-    parallel was measured to help: then that is the fix."""
+    lets one thread run Python at a time) and it is the only Python stage. Not when a measured
+    change to that stage helped (a parallel map or interleave: then the Python was not what
+    held it back), and not when the CPUs sat idle while the step waited: Python that waits on
+    I/O or sleeps lets go of the GIL, so more calls in flight help and the GIL is not the limit."""
     python = [s for s in stages if s.has_py_function]
-    helped = {f.stage for f in given if f.kind in ("parallel_map", "vectorize_map") and f.measured_speedup}
-    one_core = verdict.cpu_pattern is not None and verdict.cpu_pattern.kind == "one_core"
+    helped = {f.stage for f in given if f.measured_speedup}
+    kind = verdict.cpu_pattern.kind if verdict.cpu_pattern is not None else None
+    if kind == "idle":
+        return []
+    one_core = kind == "one_core"
     out = []
     for s in python:
         if s.label in helped:

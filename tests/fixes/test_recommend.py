@@ -262,3 +262,16 @@ def test_python_stages_without_a_pointer_or_with_a_measured_parallel_fix_get_no_
     assert [f.kind for f in rec.fixes] == ["parallel_map"]  # making it parallel helped: that is the fix
     assert recommend(verdict("compute"), modes(30, 30), [], gpu_present=False, stages=GEN_STAGES,
                      slow_stage="from_generator(examples)").fixes[0].kind == "xla"
+
+
+def test_python_that_waits_on_io_gets_no_gil_advice():
+    # A py_function read that sleeps (latency-bound files): the CPUs sat idle, the GIL was free.
+    reader = Stage(1, "InterleaveDataset/_1", "InterleaveDataset", "interleave", function="read_file",
+                   has_py_function=True)
+    rec = recommend(verdict("input", "idle"), modes(15, 15), [], gpu_present=False, stages=[reader],
+                    slow_stage="interleave(read_file)")
+    assert rec.fixes == ()
+    interleave = Change("interleave", "interleave(read_file)", "InterleaveDataset/_1", "parallel", True)
+    rec = recommend(verdict("input", "partial"), modes(15, 200), [interleave], gpu_present=False, stages=[reader],
+                    slow_stage="interleave(read_file)")
+    assert [f.kind for f in rec.fixes] == ["interleave"]  # measured at that stage: no Python advice beside it

@@ -119,8 +119,12 @@ def _stage_text(value: Any) -> str | None:
 
 def found_stage(data: dict[str, Any]) -> tuple[bool, str | None]:
     """(reported, stage): where the diagnosis names its bottleneck stage, if this pipediag
-    reports one at all (the anatomy of issue 4 adds `bottleneck_stage`)."""
-    places = [data, data.get("anatomy") or {}, data.get("dataset") or {}, data.get("verdict") or {}]
+    reports one at all. The stage the verdict blames comes first (`verdict.stage`: a shuffle
+    buffer that holds too much memory), then the anatomy's slow stage (`bottleneck_stage`)."""
+    verdict = data.get("verdict") or {}
+    if isinstance(verdict, dict) and verdict.get("stage") is not None:
+        return True, _stage_text(verdict["stage"])
+    places = [data, data.get("anatomy") or {}, data.get("dataset") or {}, verdict]
     for place in places:
         if isinstance(place, dict) and "bottleneck_stage" in place:
             return True, _stage_text(place["bottleneck_stage"])

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import psutil
 
 from pipediag import stats
+from pipediag.analysis.buffers import shuffle_buffers
 from pipediag.analysis.modes import input_side_cpu, summarize
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 from pipediag.environment import Environment, collect
@@ -136,7 +137,8 @@ def diagnose(
         log = sampler.stop()
     if sampler.error is not None:
         state.notes.append(f"the sampler stopped early: {type(sampler.error).__name__}: {sampler.error}")
-    return _conclude(state, log, rule, batch_size, batch_format, (clock_ns() - started) / 1e9, scale_command)
+    return _conclude(state, log, rule, batch_size, batch_format, (clock_ns() - started) / 1e9, scale_command,
+                     ram_budget_bytes)
 
 
 def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, builder_kwargs, batch_size, batched,
@@ -242,7 +244,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
             latency_bound=side is not None and classify_cpu(side).kind == "idle",
             map_parallelization_on=dataset.options().experimental_optimization.map_parallelization is not False,
         )
-        plan = plan_tuning(dataset, facts, input_batches_per_sec=input_side.batches_per_sec)
+        plan = plan_tuning(dataset, facts, input_batches_per_sec=input_side.batches_per_sec, clock_ns=clock_ns)
         state.candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
         state.tuning = tuple(plan.changes)
         deterministic, why_random = is_deterministic(
@@ -311,7 +313,7 @@ def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
 
 
 def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapsed_s: float,
-              scale_command: str | None = None) -> Diagnosis:
+              scale_command: str | None = None, ram_budget_bytes: int | None = None) -> Diagnosis:
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
     complete = not state.interrupted
     framework = _framework(state)
@@ -319,7 +321,8 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
     notes = list(state.notes) + _framework_notes(framework, summaries)
     verdict = recommendation = ablation = None
     if "synthetic" in summaries:
-        verdict = decide(summaries, gpu_expected=bool(state.environment and state.environment.gpus))
+        verdict = decide(summaries, gpu_expected=bool(state.environment and state.environment.gpus),
+                         buffers=shuffle_buffers(state.stages), ram_budget_bytes=ram_budget_bytes)
         if not complete:
             verdict = replace(
                 verdict,
@@ -333,6 +336,7 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
             tf_gpu_without_memory_growth=bool(state.environment and state.environment.tf_gpu_without_memory_growth),
             framework=framework,
             stages=state.stages, scale_command=scale_command,
+            slow_stage=None if state.anatomy is None else state.anatomy.bottleneck_stage,
         )
     return Diagnosis(
         status="complete" if complete else "interrupted",

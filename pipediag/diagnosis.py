@@ -70,7 +70,10 @@ class Diagnosis:
 
     @property
     def bottleneck_stage(self) -> str | None:
-        """The stage that costs most, as the user wrote it (`map(decode_example)`), if one stands out."""
+        """The stage at fault, as the user wrote it (`map(decode_example)`): the one the verdict
+        blames (a shuffle buffer that holds too much memory), else the anatomy's slow stage."""
+        if self.verdict is not None and self.verdict.stage is not None:
+            return self.verdict.stage
         return None if self.anatomy is None else self.anatomy.bottleneck_stage
 
     def to_dict(self) -> dict[str, Any]:

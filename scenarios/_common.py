@@ -23,8 +23,8 @@ INPUT_FIXES = (
 )
 
 # Fix kinds an expected answer may name that pipediag does not have yet: what it *should* say.
-# shuffle_buffer: make a shuffle buffer smaller (and shuffle file order instead).
-PROPOSED_FIX_KINDS = ("shuffle_buffer",)
+# (shuffle_buffer was one; pipediag has it now.)
+PROPOSED_FIX_KINDS: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ loop holds Python's GIL: whatever TensorFlow does around it, one core runs this 
 
 Expected answer and why:
 - bottleneck `input`: the generator yields ~1,000 examples/s; the step wants far more.
-- stage `flat_map(flat_map_fn)`: that is how pipediag labels `from_generator`'s source (TensorFlow
-  builds it as a flat_map around the Python iterator); the work is in the generator.
+- stage `from_generator(examples)`: TensorFlow builds `from_generator` as a flat_map around the
+  Python iterator (`flat_map(flat_map_fn)` in the graph); pipediag recognises it and names the
+  user's generator. The work is in the generator.
 - what does NOT help: `parallel_map` — there is no map to parallelize, and more threads calling
   into the generator would queue on the GIL; `interleave` over several generators — same GIL;
   `tf_data_service` — its workers cannot run a Python generator that lives in this process;
@@ -26,7 +27,7 @@ from _common import STEP_FIXES, Expected
 
 EXPECTED = Expected(
     bottleneck="input",
-    stage="flat_map(flat_map_fn)",
+    stage="from_generator(examples)",
     right_fixes=("vectorize_map",),
     wrong_fixes=("parallel_map", "interleave", "tf_data_service", "cache", "snapshot") + STEP_FIXES,
 )

@@ -15,7 +15,7 @@ Expected answer and why:
   limit the job would be killed while the buffer fills.
 - stage `shuffle(10922)`: the buffer is the memory (buffer_size x bytes per element).
 - right: `shuffle_buffer` — a smaller buffer (with file-level shuffling and `interleave` for
-  randomness). pipediag has no fix kind for it yet: this expectation says what it should say.
+  randomness).
 - wrong: `cache` (more memory), `prefetch`/`parallel_map` (more buffers, and speed is not the
   problem), step-side fixes that do not touch host memory (`xla`, `mixed_precision`).
 """

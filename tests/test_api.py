@@ -50,6 +50,28 @@ def test_real_out_of_memory_is_a_memory_verdict_not_a_crash(quick_rule):
     assert [f.kind for f in d.fixes][0] == "batch_size"
 
 
+def test_a_shuffle_buffer_over_the_ram_budget_is_a_memory_verdict_naming_it(quick_rule):
+    d = pipediag.diagnose(P.big_shuffle, step=P.light_step(), stop_rule=quick_rule, ram_budget_bytes=16 * 2**20,
+                          modes=("synthetic", "pipeline", "input_only"))
+    assert d.verdict.bottleneck == "memory" and d.verdict.stage == "shuffle(2048)", d.verdict
+    assert d.verdict.confidence == "high"  # this process's RSS is far over 16 MiB too
+    assert d.bottleneck_stage == "shuffle(2048)"
+    assert d.verdict.facts["buffer_bytes"] == pytest.approx(2048 * (16 * 2**10 + 8), rel=0.01)
+    [fix] = d.fixes
+    assert (fix.kind, fix.stage, fix.measured_speedup) == ("shuffle_buffer", "shuffle(2048)", None)
+    assert "ds = ds.shuffle(128)" in fix.code  # a quarter of 16 MiB holds 255 elements of 16 KiB: 128
+
+
+def test_a_slow_python_generator_gets_advice_to_make_batches_in_tensorflow(quick_rule):
+    d = pipediag.diagnose(P.python_generator, step=P.light_step(), stop_rule=quick_rule)
+    assert d.verdict.bottleneck == "input", d.verdict
+    assert [s.label for s in d.stages][1] == "from_generator(python_histograms)"
+    fix = next(f for f in d.fixes if f.kind == "vectorize_map")
+    assert fix.stage == "from_generator(python_histograms)" and fix.measured_speedup is None
+    assert fix.basis.startswith("not measured") and "the GIL" in fix.basis
+    assert not any(f.kind in ("parallel_map", "interleave", "tf_data_service") for f in d.fixes)
+
+
 def test_standin_model_is_used_and_described(quick_rule):
     d = pipediag.diagnose(P.in_memory, stop_rule=quick_rule, modes=("synthetic", "pipeline"))
     assert d.step.kind == "standin"

@@ -55,3 +55,42 @@ def user_functions(dataset) -> dict[str, UserFunction]:
             elif isinstance(value, (list, tuple)):
                 todo.extend(v for v in value if isinstance(v, tf.data.Dataset))
     return found
+
+
+def _closure_values(fn: Any):
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            yield cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+
+
+def generator_name(fn: Any, depth: int = 3) -> str | None:
+    """The user's generator behind `Dataset.from_generator`, found from the function TensorFlow
+    wraps it in (`flat_map_fn`, whose helpers close over the state object that holds the
+    generator as `_generator`); None when it is not there."""
+    todo = [(fn, 0)]
+    seen: set[int] = set()
+    while todo:
+        obj, level = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        generator = getattr(obj, "_generator", None)
+        if generator is not None and callable(generator) and hasattr(obj, "get_next_id"):
+            name = getattr(generator, "__name__", None) or type(generator).__name__
+            return "<lambda>" if name == "<lambda>" else name
+        if level < depth and callable(obj):
+            todo.extend((value, level + 1) for value in _closure_values(obj))
+    return None
+
+
+def generator_names(dataset) -> dict[str, str]:
+    """Graph function name -> the name of the user's generator, for every `from_generator`
+    reachable from `dataset`."""
+    names = {}
+    for name, function in user_functions(dataset).items():
+        found = generator_name(function.python)
+        if found is not None:
+            names[name] = found
+    return names

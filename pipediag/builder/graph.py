@@ -14,6 +14,7 @@ import copy
 from collections.abc import Callable, Iterable
 
 from pipediag.backends.tf import tf
+from pipediag.builder.functions import generator_names
 from pipediag.builder.stages import FILE_READER_OPS, STAGE_KIND_BY_OP, Stage, function_label
 from pipediag.errors import PipediagError
 
@@ -51,6 +52,7 @@ class PipelineGraph:
         self.graph_def = graph_def
         self.element_spec = element_spec
         self._keep_alive: list[object] = []  # datasets whose resources the graph refers to
+        self.generators: dict[str, str] = {}  # graph function -> the user's generator (from_generator)
         self._counter = 0
         self._reindex()
 
@@ -69,11 +71,13 @@ class PipelineGraph:
         graph_def.ParseFromString(serialized.numpy())
         graph = cls(graph_def, dataset.element_spec)
         graph._keep_alive.append(dataset)
+        graph.generators = generator_names(dataset)
         return graph
 
     def copy(self) -> PipelineGraph:
         other = PipelineGraph(copy.deepcopy(self.graph_def), self.element_spec)
         other._keep_alive = list(self._keep_alive)
+        other.generators = dict(self.generators)
         other._counter = self._counter
         return other
 
@@ -188,12 +192,18 @@ class PipelineGraph:
                     # TFRecordDataset(filenames) is built as from_tensor_slices(filenames).flat_map(read_one_file):
                     # to the user it is one reader reading its files one after another.
                     kind, functions = "source", []
+        function = function_label(functions[0]) if functions else None
+        if kind == "flat_map" and "GeneratorDataset" in ops:
+            # Dataset.from_generator(gen) is built as a flat_map whose function runs a
+            # GeneratorDataset that calls back into Python: to the user it is their generator.
+            kind = "from_generator"
+            function = self.generators.get(functions[0]) if functions else None
         return Stage(
             index=index,
             node=name,
             op=node.op,
             kind=kind,
-            function=function_label(functions[0]) if functions else None,
+            function=function,
             parallelism=parallelism,
             is_random=bool(ops & _RANDOM_OPS) or any(_is_random_op(o) for o in ops),
             has_py_function=bool(ops & _PY_OPS),

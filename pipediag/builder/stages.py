@@ -92,8 +92,8 @@ class Stage:
     index: int
     node: str  # name in the serialized graph
     op: str  # graph op, e.g. MapDataset
-    kind: str  # map, parallel_map, interleave, batch, shuffle, cache, prefetch, source, ...
-    function: str | None = None  # the user's Python function it runs, when it runs one
+    kind: str  # map, parallel_map, interleave, batch, shuffle, cache, prefetch, source, from_generator, ...
+    function: str | None = None  # the user's Python function it runs (for from_generator: the generator)
     parallelism: int | None = None  # num_parallel_calls / cycle_length; -1 = AUTOTUNE
     is_random: bool = False  # draws random numbers (shuffle, random ops in its function)
     has_py_function: bool = False  # calls back into Python (tf.py_function, from_generator)
@@ -107,7 +107,8 @@ class Stage:
 
     @property
     def label(self) -> str:
-        """How the user wrote it: `map(decode_example)`, `batch(64)`, `TFRecordDataset(4 files)`."""
+        """How the user wrote it: `map(decode_example)`, `batch(64)`, `TFRecordDataset(4 files)`,
+        `from_generator(examples)`."""
         if self.kind == "source":
             name = self.reader or self.op
             return f"{name}({self.source_files} files)" if self.source_files else name

@@ -10,6 +10,7 @@ from __future__ import annotations
 FIX_KINDS = (
     "prefetch", "parallel_map", "interleave", "cache", "vectorize_map", "snapshot", "tf_data_service",
     "mixed_precision", "xla", "batch_size", "memory_growth", "threading", "gradient_accumulation", "allocator",
+    "shuffle_buffer",
 )
 
 
@@ -22,8 +23,12 @@ def _fn(stage: str | None, default: str = "fn") -> str:
     return default
 
 
-def title(kind: str, stage: str | None, framework: str | None = None) -> str:
+def title(kind: str, stage: str | None, framework: str | None = None, python: bool = False) -> str:
+    """`python`: the stage runs Python for every element (a generator, tf.py_function)."""
     where = f" `{stage}`" if stage else ""
+    if kind == "vectorize_map" and python and stage:
+        return (f"`{stage}` runs Python for every element, one at a time (the GIL): "
+                "make whole batches with TensorFlow ops instead")
     if kind == "xla" and framework == "jax":
         return "Compile the whole step with jax.jit, so XLA fuses it into few kernels"
     if kind == "xla" and framework == "torch":
@@ -47,6 +52,7 @@ def title(kind: str, stage: str | None, framework: str | None = None) -> str:
         "threading": "Give tf.data more threads than cores for slow reads",
         "gradient_accumulation": "Accumulate gradients over smaller batches (same effective batch, less memory)",
         "allocator": "Let JAX use more of the GPU's memory (it reserves 75% by default)",
+        "shuffle_buffer": "Shuffle with a smaller buffer, and get the randomness from the file order",
     }[kind]
 
 
@@ -58,13 +64,55 @@ _STAGE_TITLES = {
     "cache": lambda s: f"`{s}` redoes the same deterministic work every epoch: cache() after it",
     "vectorize_map": lambda s: f"`{s}` runs once per element: batch first, then map whole batches",
     "snapshot": lambda s: f"`{s}`'s output does not fit in memory: snapshot() it to disk",
+    "shuffle_buffer": lambda s: f"`{s}` holds too much host memory: shuffle the file order, keep a smaller buffer",
 }
+
+
+def size_text(nbytes) -> str:
+    """`~1.0 GiB`, `~96 MiB`; empty when unknown."""
+    return _size(nbytes)
 
 
 def _size(nbytes) -> str:
     if nbytes is None:
         return ""
     return f"~{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"~{nbytes / 2**20:.0f} MiB"
+
+
+def _shuffle_buffer_code(stage: str | None, details: dict) -> str:
+    """A smaller buffer with its size estimate, and randomness from shuffling whole files (or
+    blocks of indices) first, so that a small buffer still mixes examples from far apart."""
+    size = details.get("suggested_elements") or "BUFFER"
+    per = details.get("bytes_per_element")
+    was = f"was {stage}" if stage else "was a larger buffer"
+    if per is not None and details.get("elements") is not None:
+        was += f": {_size(details['elements'] * per)} ({details['elements']} x {per / 2**10:.0f} KiB per element)"
+    new = f"; {size} x {per / 2**10:.0f} KiB = {_size(size * per)}" if per is not None and isinstance(size, int) else ""
+    return (
+        "files = tf.data.Dataset.from_tensor_slices(filenames).shuffle(len(filenames))  # new order every epoch\n"
+        "ds = files.interleave(tf.data.TFRecordDataset, cycle_length=8,  # mixes 8 files at a time\n"
+        "                      num_parallel_calls=tf.data.AUTOTUNE)  # no files? shuffle blocks of indices alike\n"
+        f"ds = ds.shuffle({size})  # {was}{new}"
+    )
+
+
+def _python_batches_code(stage: str | None, fn: str, size) -> str:
+    """Per-element Python (a generator, a py_function map) rewritten to make a whole batch per
+    call: TensorFlow ops over the batch dimension, which run without the GIL and in parallel."""
+    if stage and stage.startswith("from_generator"):
+        gen = f"{fn}()" if fn != "fn" else "the generator"
+        return (
+            f"# {gen} runs Python once per example; make a whole batch per call instead:\n"
+            f"def make_batch(seed):  # TensorFlow ops on [{size}, ...] tensors (tf.random.stateless_*(..., seed=seed))\n"
+            "    ...\n"
+            "seeds = tf.data.Dataset.random(seed=0).batch(2)  # one seed pair per batch\n"
+            "ds = seeds.map(make_batch, num_parallel_calls=tf.data.AUTOTUNE)\n"
+            f"# or keep NumPy: have {gen} yield whole batches computed with vectorized NumPy"
+        )
+    return (
+        f"ds = ds.batch({size}).map({fn}_in_tf_ops, num_parallel_calls=tf.data.AUTOTUNE)\n"
+        f"# instead of .map({fn}).batch({size}): {fn}'s per-element Python rewritten as TensorFlow ops on a batch"
+    )
 
 
 def code(kind: str, stage: str | None, **details) -> str:
@@ -84,6 +132,8 @@ def code(kind: str, stage: str | None, **details) -> str:
         )
     if kind == "cache":
         return f"ds = ds.{stage or 'map(...)'}.cache()  # before the first random step; in memory"
+    if kind == "vectorize_map" and details.get("python"):
+        return _python_batches_code(stage, fn, details.get("batch_size") or "BATCH_SIZE")
     if kind == "vectorize_map":
         size = details.get("batch_size") or "batch_size"
         return (f"ds = ds.batch({size}).map({fn}, num_parallel_calls=tf.data.AUTOTUNE)\n"
@@ -92,6 +142,8 @@ def code(kind: str, stage: str | None, **details) -> str:
         size = _size(details.get("estimated_bytes"))
         note = f"{size} on disk, " if size else ""
         return f"ds = ds.{stage or 'map(...)'}.snapshot('/fast/disk/snapshot_dir')  # {note}written once, then read back"
+    if kind == "shuffle_buffer":
+        return _shuffle_buffer_code(stage, details)
     if kind == "tf_data_service":
         command = details.get("command") or "pipediag scale data.py:make_dataset --workers 1,2,4 --accelerators 1,8"
         return (

@@ -10,6 +10,12 @@ recommended: they are listed as tried. A fix that pipediag could not measure say
 size estimate).
 tf.data service is offered only when the cores stay full after tuning while the step still waits,
 with the `pipediag scale` command that measures it.
+A memory verdict about the pipeline's own shuffle buffers gets a smaller buffer (with file-order
+shuffling for the randomness), and nothing that adds buffers: tuned-mode changes are listed as tried.
+A stage that runs Python for every element (a generator, `tf.py_function`) gets the advice to do that
+work for whole batches in TensorFlow ops, when a measurement points at it (the anatomy's slow stage,
+or about one core busy while the step waited: the GIL), the CPUs were not idle (Python waiting on
+I/O frees the GIL), and no measured change at that stage helped.
 """
 
 from __future__ import annotations
@@ -19,11 +25,14 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipediag.analysis.ablation import MIN_GAIN, Ablation, ChangeEffect, classify
+from pipediag.analysis.buffers import SUGGESTED_BUFFER_SHARE, BufferEstimate, shuffle_buffers
 from pipediag.analysis.modes import ModeSummary, Ratio, input_side_cpu, rate_ratio
 from pipediag.builder.stages import Stage
 from pipediag.fixes import catalog
 from pipediag.modes.changes import Change
-from pipediag.verdict.rules import GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, Verdict, classify_cpu
+from pipediag.verdict.rules import (
+    GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, MEMORY_SOURCE_BUFFERS, Verdict, classify_cpu,
+)
 from pipediag.verdict.thresholds import INPUT_WAIT_HIGH
 
 __all__ = ["MIN_GAIN", "Fix", "Recommendation", "recommend"]
@@ -52,7 +61,7 @@ def _fix(kind: str, stage: str | None, basis: str, speedup=None, ci=None, **deta
     return Fix(
         kind=kind,
         stage=stage,
-        title=catalog.title(kind, stage, details.get("framework")),
+        title=catalog.title(kind, stage, details.get("framework"), bool(details.get("python"))),
         code=catalog.code(kind, stage, **details),
         measured_speedup=speedup,
         speedup_ci=ci,
@@ -95,8 +104,10 @@ def recommend(
     ablation: Ablation | None = None,
     stages: Sequence[Stage] = (),
     scale_command: str | None = None,
+    slow_stage: str | None = None,
 ) -> Recommendation:
-    """`framework`: the step's (jax, torch, tensorflow), so fixes to the step are written for it."""
+    """`framework`: the step's (jax, torch, tensorflow), so fixes to the step are written for it.
+    `slow_stage`: the stage the anatomy found slowest (its label), if it named one."""
     fw = framework if framework in ("jax", "torch") else "tensorflow"
     pipeline, tuned = modes.get("pipeline"), modes.get("tuned")
     applied = [c for c in changes if c.applied]
@@ -115,6 +126,14 @@ def recommend(
     fixes: list[Fix] = []
     tried: tuple[Change, ...] = ()
 
+    if verdict.bottleneck == "memory" and verdict.facts.get("memory_source") == MEMORY_SOURCE_BUFFERS:
+        # More buffers (prefetch, parallel calls, a cache) are the wrong way: whatever the tuned
+        # mode gained in speed is not the problem here.
+        budget = verdict.facts.get("ram_budget_bytes")
+        for b in sorted(shuffle_buffers(stages), key=lambda b: b.total_bytes, reverse=True):
+            if budget and (b.stage == verdict.stage or b.total_bytes > SUGGESTED_BUFFER_SHARE * budget):
+                fixes.append(_shuffle_buffer_fix(b, budget, verdict.facts.get("ram_budget_source")))
+        return Recommendation(tuple(fixes), tuple(applied))
     if verdict.bottleneck == "input" or measured:
         if gains or on_top:
             for c in sorted(gains, key=lambda c: effects[c.key].speedup, reverse=True):
@@ -150,6 +169,7 @@ def recommend(
             if c.kind == "cache" and not c.applied and c.reason and "snapshot" in c.reason:
                 fixes.append(_fix("snapshot", c.stage, f"not measured: {c.reason}", **c.details))
         if verdict.bottleneck == "input":
+            fixes.extend(_python_fixes(verdict, stages, slow_stage, fixes))
             service = _service_fix(verdict, tuned, stages, scale_command)
             if service is not None:
                 fixes.append(service)
@@ -200,6 +220,54 @@ def recommend(
     else:
         tried = tuple(applied)
     return Recommendation(tuple(fixes), tried)
+
+
+def _python_fixes(verdict: Verdict, stages: Sequence[Stage], slow_stage: str | None, given: list[Fix]) -> list[Fix]:
+    """Stages that run Python for every element, where a measurement points at them: the
+    anatomy named the stage slowest, or about one core was busy while the step waited (the GIL
+    lets one thread run Python at a time) and it is the only Python stage. Not when a measured
+    change to that stage helped (a parallel map or interleave: then the Python was not what
+    held it back), and not when the CPUs sat idle while the step waited: Python that waits on
+    I/O or sleeps lets go of the GIL, so more calls in flight help and the GIL is not the limit."""
+    python = [s for s in stages if s.has_py_function]
+    helped = {f.stage for f in given if f.measured_speedup}
+    kind = verdict.cpu_pattern.kind if verdict.cpu_pattern is not None else None
+    if kind == "idle":
+        return []
+    one_core = kind == "one_core"
+    out = []
+    for s in python:
+        if s.label in helped:
+            continue
+        if s.label == slow_stage:
+            pointer = f"the anatomy found `{s.label}` the slowest stage"
+        elif one_core and len(python) == 1:
+            pointer = "about one core was busy while the step waited, as when one thread at a time runs Python"
+        else:
+            continue
+        what = "the generator" if s.kind == "from_generator" else "its function (tf.py_function)"
+        basis = (
+            f"not measured (pipediag cannot rewrite Python into TensorFlow ops): {pointer}; {what} runs Python for "
+            "every element, and Python runs one thread at a time (the GIL), so parallel calls would queue on it. "
+            "Work done for a whole batch in TensorFlow ops (or vectorized NumPy) runs once per batch, off the GIL"
+        )
+        batch = next((t.buffer_size for t in stages if t.kind == "batch" and t.index > s.index and t.buffer_size), None)
+        out.append(_fix("vectorize_map", s.label, basis, python=True, batch_size=batch))
+    return out
+
+
+def _shuffle_buffer_fix(b: BufferEstimate, budget: float, budget_source: str | None) -> Fix:
+    whose = "the RAM budget" if budget_source == "given" else "this host's memory"
+    size = b.suggested_elements(budget)
+    basis = (
+        f"not measured (a smaller buffer changes how well the order is mixed, which pipediag cannot judge): "
+        f"`{b.stage}` holds {catalog.size_text(b.total_bytes)} = {b.elements} elements x "
+        f"{b.bytes_per_element / 2**10:.0f} KiB (buffer size from the graph, bytes per element measured), "
+        f"{b.total_bytes / budget:.1f}x {whose}; shuffle({size}) would hold {catalog.size_text(size * b.bytes_per_element)}, "
+        f"at most {100 * SUGGESTED_BUFFER_SHARE:.0f}% of it"
+    )
+    return _fix("shuffle_buffer", b.stage, basis, suggested_elements=size, bytes_per_element=b.bytes_per_element,
+                elements=b.elements)
 
 
 def _jax_allocator_basis(modes: dict[str, ModeSummary | None]) -> str:

@@ -23,6 +23,7 @@ from pipediag.modes.changes import Change
 from pipediag.modes.checks import compare_values
 
 _SAMPLE_ELEMENTS = 4
+COUNT_CHUNK = 256  # element sizes read per next() in a counting pass
 VECTORIZE_CHECK_BATCHES = 3
 VECTORIZE_CHECK_SECONDS = 5.0  # a check that would take longer is skipped (and said so)
 
@@ -130,12 +131,54 @@ def _file_interleave(graph: PipelineGraph, stage: Stage, cores: int) -> Callable
     return transform
 
 
+def _element_size(*element):
+    """Bytes of one element, in TensorFlow ops (strings by their length; variants not counted)."""
+    total = tf.constant(0, tf.int64)
+    for t in tf.nest.flatten(element, expand_composites=True):
+        if t.dtype == tf.string:
+            total += tf.reduce_sum(tf.cast(tf.strings.length(t), tf.int64))
+        elif t.dtype not in (tf.variant, tf.resource):
+            total += tf.cast(tf.size(t), tf.int64) * t.dtype.size
+    return total
+
+
+def _count_cut(cut, node: str, facts: rules.TuningFacts, clock_ns: Callable[[], int]) -> rules.CacheEstimate:
+    """One pass over a cut TensorFlow cannot tell the length of: its elements, their bytes and
+    the time the pass took (what filling a cache there takes), stopped at the first budget it
+    passes. The sizes are summed in TensorFlow and read in chunks, so Python costs little."""
+    sizes = cut.map(_element_size, num_parallel_calls=tf.data.AUTOTUNE).batch(COUNT_CHUNK)
+    start = clock_ns()
+    elements, total = 0, 0
+    iterator = iter(sizes)
+    while True:
+        try:
+            chunk = next(iterator).numpy()
+            done = False
+        except StopIteration:
+            done = True
+        else:
+            elements += int(chunk.size)
+            total += int(chunk.sum())
+        seconds = (clock_ns() - start) / 1e9
+        stop = rules.counting_verdict(elements, total, seconds, done, facts)
+        if stop is not None:
+            return rules.CacheEstimate(node, None, total / elements if elements else None, None, unknown_reason=stop)
+        if done:
+            break
+    if elements == 0:
+        return rules.CacheEstimate(node, None, None, None, unknown_reason="one pass over it yielded no elements")
+    return rules.CacheEstimate(node, elements, total / elements, seconds, counted=True)
+
+
 def _estimate_cache(graph: PipelineGraph, point: Stage, final_batches: int | str, input_batches_per_sec: float | None,
-                    stages: list[Stage]) -> rules.CacheEstimate:
+                    stages: list[Stage], facts: rules.TuningFacts,
+                    clock_ns: Callable[[], int] = time.monotonic_ns) -> rules.CacheEstimate:
     cut = graph.cut(point.node)
     elements = cardinality(cut)
-    if elements in (INFINITE, UNKNOWN):
+    if elements == INFINITE:
         return rules.CacheEstimate(point.node, None, None, None)
+    if elements == UNKNOWN:
+        return _count_cut(cut, point.node, facts, clock_ns)
     sizes = [_tensor_bytes(e) for e in cut.take(_SAMPLE_ELEMENTS)]
     per_element = sum(sizes) / len(sizes) if sizes else None
     fill = None
@@ -154,6 +197,7 @@ def plan_tuning(
     facts: rules.TuningFacts,
     *,
     input_batches_per_sec: float | None,
+    clock_ns: Callable[[], int] = time.monotonic_ns,
 ) -> TuningPlan:
     """Decide the changes for the user's pipeline. Never raises for a pipeline whose graph cannot
     be read: the plan then holds only a final prefetch, applied through the Python API."""
@@ -171,7 +215,7 @@ def plan_tuning(
     cache = None
     point = rules.cache_point(stages)
     if point is not None:
-        estimate = _estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, stages)
+        estimate = _estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, stages, facts, clock_ns)
         cache = rules.cache_change(point, estimate, facts)
         changes.append(cache)
     functions = user_functions(dataset)
@@ -276,7 +320,7 @@ def tune(
     clock_ns: Callable[[], int] = time.monotonic_ns,
 ) -> TunedPipeline:
     """The user's pipeline with every change the rules allow, applied together."""
-    plan = plan_tuning(dataset, facts, input_batches_per_sec=input_batches_per_sec)
+    plan = plan_tuning(dataset, facts, input_batches_per_sec=input_batches_per_sec, clock_ns=clock_ns)
     return build(plan, [c.key for c in plan.candidates], clock_ns)
 
 

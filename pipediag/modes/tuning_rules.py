@@ -12,6 +12,9 @@ Pure: stages in, `Change`s out. The rules, and why:
   different files then alternate.
 - `cache` goes at the deepest stage before the first random or Python stage, only when that
   point is finite, its estimated size fits the RAM budget and filling it fits the time budget.
+  Where TensorFlow cannot tell the length there (a file reader, a filter), one pass over that
+  point counts and sizes it, stopped as soon as it passes either budget: a cache fills in one
+  pass anyway, so a pass that fits the budgets is exactly the evidence a cache needs.
 - A final `prefetch(AUTOTUNE)` is added when the pipeline does not end with one.
 - When the CPUs sat idle while the step waited for input (latency-bound reads), the private
   threadpool is raised so AUTOTUNE can run more calls in flight than there are cores.
@@ -38,6 +41,8 @@ class CacheEstimate:
     elements: int | None  # None: infinite or unknown cardinality at this point
     bytes_per_element: float | None
     fill_seconds: float | None
+    counted: bool = False  # elements and fill_seconds come from one timed pass, not the cardinality
+    unknown_reason: str | None = None  # why elements is None, when a pass could not count them
 
     @property
     def total_bytes(self) -> float | None:
@@ -131,10 +136,11 @@ def cache_change(point: Stage, estimate: CacheEstimate, facts: TuningFacts) -> C
             "elements": estimate.elements,
             "estimated_bytes": estimate.total_bytes,
             "estimated_fill_seconds": estimate.fill_seconds,
+            "elements_from": "one counting pass" if estimate.counted else "cardinality",
         },
     )
     if estimate.elements is None:
-        return change.skipped("the pipeline is infinite or of unknown length at that point")
+        return change.skipped(estimate.unknown_reason or "the pipeline is infinite or of unknown length at that point")
     if estimate.total_bytes is None:
         return change.skipped("could not estimate the size of its elements")
     if estimate.total_bytes > facts.ram_budget_bytes:
@@ -147,7 +153,25 @@ def cache_change(point: Stage, estimate: CacheEstimate, facts: TuningFacts) -> C
             f"filling it takes one full pass (~{estimate.fill_seconds:.0f} s), longer than the "
             f"{facts.fill_budget_seconds:.0f} s pipediag allows itself"
         )
+    if estimate.counted:
+        return Change(**{**change.to_dict(), "description": change.description + (
+            f"; {estimate.elements} elements, ~{estimate.total_bytes / 2**20:.0f} MiB, counted in one "
+            f"{estimate.fill_seconds:.1f} s pass (TensorFlow does not know the length there)")})
     return change
+
+
+def counting_verdict(elements: int, total_bytes: float, seconds: float, done: bool,
+                     facts: TuningFacts) -> str | None:
+    """While a counting pass runs: why to stop it now (a reason the cache is left out), or None
+    to go on. Over the RAM budget is checked first: then snapshot to disk is the advice."""
+    if total_bytes > facts.ram_budget_bytes:
+        return (f"its length is unknown, and one pass to count it passed the RAM budget of "
+                f"{facts.ram_budget_bytes / 2**30:.1f} GiB after {elements} elements (~{total_bytes / 2**30:.1f} GiB): "
+                "consider snapshot() to disk")
+    if seconds > facts.fill_budget_seconds and not done:
+        return (f"its length is unknown, and one pass to count it did not end within "
+                f"{facts.fill_budget_seconds:g} s ({elements} elements so far): it may be endless, or too long to fill")
+    return None
 
 
 def prefetch_change(stages: list[Stage]) -> Change:

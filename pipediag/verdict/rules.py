@@ -1,7 +1,8 @@
 """The verdict: from per-mode numbers to one bottleneck, a confidence, and evidence lines.
 
 Order of the rules (first match wins), each explained in docs/verdict.md:
-1. memory  — a mode ran out of memory; host memory nearly exhausted.
+1. memory  — a mode ran out of memory; host memory nearly exhausted; the pipeline's shuffle
+             buffers alone hold more than the RAM budget (or the host's memory).
 2. inconclusive — the modes that decide did not measure enough steps.
 3. input   — the pipeline alone is clearly slower than the free step and the fed step is slowed
              accordingly; or the fed step waited for input >= 20% of the time (high), or >= 5%
@@ -16,9 +17,11 @@ Order of the rules (first match wins), each explained in docs/verdict.md:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pipediag.analysis.buffers import BufferEstimate
 from pipediag.analysis.gpu import Gpm
 from pipediag.analysis.modes import InputSideCpu, ModeSummary, rate_ratio, input_side_cpu
 from pipediag.verdict import thresholds as T
@@ -27,6 +30,9 @@ from pipediag.verdict import thresholds as T
 GPU_LIMIT_SMALL_KERNELS = "small_kernels"
 GPU_LIMIT_MEMORY_BANDWIDTH = "memory_bandwidth"
 GPU_LIMIT_MATH = "math"
+
+# facts["memory_source"] for a memory verdict about the pipeline's own buffers.
+MEMORY_SOURCE_BUFFERS = "pipeline_buffers"
 
 BOTTLENECKS = ("input", "compute", "memory", "host", "inconclusive")
 
@@ -46,6 +52,7 @@ class Verdict:
     reason: str | None = None  # for inconclusive: why no verdict
     cpu_pattern: CpuPattern | None = None
     facts: dict[str, Any] = field(default_factory=dict)  # the key numbers, for machines
+    stage: str | None = None  # the stage the verdict blames, when it blames one: "shuffle(10922)"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -63,6 +70,7 @@ class Verdict:
             reason=d.get("reason"),
             cpu_pattern=None if pattern is None else CpuPattern(**pattern),
             facts=dict(d.get("facts", {})),
+            stage=d.get("stage"),
         )
 
 
@@ -130,8 +138,11 @@ def _rate(m: ModeSummary) -> str:
     return f"{m.batches_per_sec:.1f} batches/s" if m.batches_per_sec else "no rate"
 
 
-def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False) -> Verdict:
-    """`modes` maps synthetic, pipeline, input_only, tuned to their summaries (None: not run)."""
+def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
+           buffers: Sequence[BufferEstimate] = (), ram_budget_bytes: int | None = None) -> Verdict:
+    """`modes` maps synthetic, pipeline, input_only, tuned to their summaries (None: not run).
+    `buffers`: the pipeline's shuffle buffers (analysis.buffers); `ram_budget_bytes`: the host
+    memory the job may use (--ram-budget-mb), None for the host's whole memory."""
     synthetic, pipeline = modes.get("synthetic"), modes.get("pipeline")
     input_only = modes.get("input_only")
     present = [m for m in modes.values() if m is not None]
@@ -159,6 +170,9 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False) -> 
                      f"process RSS peaked at {(m.rss_max_bytes or 0) / 2**30:.2f} GiB: shuffle buffers and caches live here"),
                     facts={"host_available_frac": frac},
                 )
+    over = _buffers_over_budget(buffers, ram_budget_bytes, present)
+    if over is not None:
+        return over
 
     # 2. enough to go on?
     for name, m in (("synthetic", synthetic), ("pipeline", pipeline)):
@@ -273,6 +287,55 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False) -> 
         "compute", _lower(confidence) if gpu_expected else confidence,
         "compute-bound: the step itself is the limit, not the input",
         tuple(evidence), facts=facts,
+    )
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.0f} MiB"
+
+
+def _buffers_over_budget(buffers: Sequence[BufferEstimate], ram_budget_bytes: int | None,
+                         present: list[ModeSummary]) -> Verdict | None:
+    """The shuffle buffers alone hold more host memory than the job may use. The estimate is
+    buffer size (graph) x bytes per element (sampled): measured evidence, not a guess. The
+    process's RSS peak says how far it is confirmed: over the budget too (high), not read
+    (medium), or within it (low: the estimate and the measurement disagree)."""
+    if not buffers:
+        return None
+    total = next((m.host_total_bytes for m in present if m.host_total_bytes), None)
+    budget, whose = (ram_budget_bytes, "the RAM budget (--ram-budget-mb)") if ram_budget_bytes else (total, "this host's memory")
+    held = sum(b.total_bytes for b in buffers)
+    if not budget or held <= T.BUFFERS_OVER_BUDGET_FRAC * budget:
+        return None
+    biggest = max(buffers, key=lambda b: b.total_bytes)
+    evidence = [
+        f"`{biggest.stage}` holds ~{_gib(biggest.total_bytes)} of host memory: {biggest.elements} elements x "
+        f"{biggest.bytes_per_element / 2**10:.0f} KiB (buffer size from the graph, bytes per element measured on "
+        "sampled elements); a shuffle fills its whole buffer before the first element comes out",
+        f"the pipeline's shuffle buffers hold ~{_gib(held)}, {held / budget:.1f}x {whose} of {_gib(budget)}: "
+        "under a hard memory limit of that size the job is killed while the buffer fills",
+    ]
+    rss = max((m.rss_max_bytes for m in present if m.rss_max_bytes), default=None)
+    if rss is None:
+        confidence = "medium"
+        evidence.append("this process's memory (RSS) was not read, so the estimate is not confirmed by a measurement")
+    elif rss > budget:
+        confidence = "high"
+        evidence.append(f"this process's RSS peaked at {_gib(rss)}, over {whose} too")
+    else:
+        confidence = "low"
+        evidence.append(f"but this process's RSS peaked at only {_gib(rss)}, within {whose}: the estimate and the "
+                        "measurement disagree (elements sharing memory, or a buffer that never filled)")
+    if biggest.total_bytes > budget:
+        headline = f"host memory: `{biggest.stage}` alone holds more than {whose} allows"
+    else:
+        headline = f"host memory: the shuffle buffers (most in `{biggest.stage}`) hold more than {whose} allows"
+    return Verdict(
+        "memory", confidence, headline,
+        tuple(evidence),
+        facts={"memory_source": MEMORY_SOURCE_BUFFERS, "buffer_bytes": held, "ram_budget_bytes": budget,
+               "ram_budget_source": "given" if ram_budget_bytes else "host_total", "rss_max_bytes": rss},
+        stage=biggest.stage,
     )
 
 

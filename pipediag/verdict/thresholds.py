@@ -42,6 +42,10 @@ MATH_ACTIVE_LOW_PCT = 30.0
 # Memory.
 GPU_MEMORY_FULL_FRAC = 0.95
 HOST_MEMORY_LOW_FRAC = 0.05  # available host memory below 5% of total
+# The pipeline's shuffle buffers alone (buffer size x measured bytes per element) hold more than
+# the RAM budget (or, without one, the host's memory). The budget itself is the line: a limit is
+# a limit, and buffers that cannot fit in it leave nothing for TensorFlow, the model or the batches.
+BUFFERS_OVER_BUDGET_FRAC = 1.0
 
 # CPU pattern while the step waited, in cores' worth of this process's busy time.
 CPU_SATURATED_FRAC = 0.85  # busy >= 85% of all cores: CPU-bound preprocessing

@@ -45,6 +45,34 @@ def test_py_function_and_state_writes_are_detected():
     assert stages[2].writes_state
 
 
+def token_counts():
+    for i in range(5):
+        yield np.full([4], i, np.float32)
+
+
+class Rows:
+    def __call__(self):
+        yield np.zeros([4], np.float32)
+
+
+def test_from_generator_is_labelled_with_the_users_generator():
+    ds = tf.data.Dataset.from_generator(token_counts, output_signature=tf.TensorSpec([4], tf.float32)).batch(2)
+    graph = PipelineGraph.from_dataset(ds)
+    generator = graph.stages()[1]
+    assert (generator.label, generator.kind, generator.op) == ("from_generator(token_counts)", "from_generator",
+                                                               "FlatMapDataset")
+    assert generator.has_py_function and generator.parallelism == 1
+    # Copies and cuts keep the name; a callable object is named by its class.
+    assert graph.copy().stages()[1].label == "from_generator(token_counts)"
+    rows = tf.data.Dataset.from_generator(Rows(), output_signature=tf.TensorSpec([4], tf.float32))
+    assert PipelineGraph.from_dataset(rows).stages()[-1].label == "from_generator(Rows)"
+
+
+def test_a_flat_map_that_is_not_a_generator_keeps_its_label():
+    ds = tf.data.Dataset.range(3).flat_map(lambda x: tf.data.Dataset.from_tensors(x))
+    assert PipelineGraph.from_dataset(ds).stages()[-1].label == "flat_map(<lambda>)"
+
+
 def test_parallel_map_and_interleave_parallelism_are_read():
     files = tf.data.Dataset.from_tensor_slices(["a", "b"])
     ds = files.interleave(lambda f: tf.data.Dataset.from_tensors(f), cycle_length=4, num_parallel_calls=4)

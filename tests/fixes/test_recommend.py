@@ -205,3 +205,82 @@ def test_snapshot_suggestion_carries_the_size_estimate():
                      details={"elements": 10**6, "estimated_bytes": 40 * 2**30, "estimated_fill_seconds": 900.0})
     rec = recommend(verdict("input", "one_core"), modes(50, 51), [skipped], gpu_present=False)
     assert "~40.0 GiB on disk" in rec.fixes[0].code
+
+
+def shuffle_stages(kib=96):
+    return [
+        Stage(0, "RangeDataset/_0", "RangeDataset", "source", cardinality=1_000_000, bytes_per_element=8.0),
+        Stage(1, "MapDataset/_1", "MapDataset", "map", function="load", bytes_per_element=kib * 2**10),
+        Stage(2, "ShuffleDatasetV3/_2", "ShuffleDatasetV3", "shuffle", buffer_size=10922, is_random=True,
+              bytes_per_element=kib * 2**10),
+        Stage(3, "BatchDatasetV2/_3", "BatchDatasetV2", "batch", buffer_size=32),
+    ]
+
+
+def buffer_verdict(budget=512 * 2**20):
+    return Verdict("memory", "high", "h", ("e",), stage="shuffle(10922)",
+                   facts={"memory_source": "pipeline_buffers", "ram_budget_bytes": budget, "ram_budget_source": "given"})
+
+
+def test_a_shuffle_buffer_over_the_budget_gets_a_smaller_buffer_and_nothing_that_adds_buffers():
+    rec = recommend(buffer_verdict(), modes(50, 155), [PARALLEL, PREFETCH], gpu_present=True,
+                    stages=shuffle_stages())
+    [fix] = rec.fixes
+    assert (fix.kind, fix.stage, fix.measured_speedup) == ("shuffle_buffer", "shuffle(10922)", None)
+    assert fix.basis.startswith("not measured")
+    assert "10922 elements x 96 KiB" in fix.basis and "2.0x the RAM budget" in fix.basis
+    assert "ds = ds.shuffle(1024)  # was shuffle(10922): ~1024 MiB" in fix.code and "= ~96 MiB" in fix.code
+    assert [c.kind for c in rec.tried] == ["parallel_map", "prefetch"]
+
+
+def test_an_oom_memory_verdict_still_gets_the_step_fixes():
+    rec = recommend(verdict("memory", oom_mode="synthetic"), {}, [], gpu_present=False, stages=shuffle_stages())
+    assert "shuffle_buffer" not in [f.kind for f in rec.fixes]
+
+
+GENERATOR = Stage(1, "FlatMapDataset/_1", "FlatMapDataset", "from_generator", function="examples", parallelism=1,
+                  has_py_function=True)
+GEN_STAGES = [Stage(0, "TensorDataset/_0", "TensorDataset", "source"), GENERATOR,
+              Stage(2, "BatchDatasetV2/_2", "BatchDatasetV2", "batch", buffer_size=64)]
+GEN_PREFETCH = Change("prefetch", "batch(64)", "BatchDatasetV2/_2", "prefetch", True)
+
+
+def test_a_slow_generator_gets_batched_tensorflow_ops_not_parallel_calls():
+    rec = recommend(verdict("input", "partial"), modes(30, 30), [GEN_PREFETCH], gpu_present=False,
+                    stages=GEN_STAGES, slow_stage="from_generator(examples)")
+    [fix] = rec.fixes
+    assert (fix.kind, fix.stage, fix.measured_speedup) == ("vectorize_map", "from_generator(examples)", None)
+    assert fix.title.startswith("`from_generator(examples)` runs Python for every element")
+    assert fix.basis.startswith("not measured") and "the anatomy found `from_generator(examples)` the slowest" in fix.basis
+    assert "the GIL" in fix.basis and "parallel calls would queue on it" in fix.basis
+    assert "# examples() runs Python once per example" in fix.code and "[64, ...]" in fix.code
+    assert [c.kind for c in rec.tried] == ["prefetch"]
+
+
+def test_one_busy_core_points_at_the_only_python_stage():
+    rec = recommend(verdict("input", "one_core"), modes(30, 30), [], gpu_present=False, stages=GEN_STAGES)
+    assert [f.kind for f in rec.fixes] == ["vectorize_map"]
+    assert "about one core was busy" in rec.fixes[0].basis
+
+
+def test_python_stages_without_a_pointer_or_with_a_measured_parallel_fix_get_no_advice():
+    assert recommend(verdict("input", "partial"), modes(30, 30), [], gpu_present=False, stages=GEN_STAGES).fixes == ()
+    py_map = Stage(1, "MapDataset/_1", "MapDataset", "map", function="decode_example", has_py_function=True)
+    rec = recommend(verdict("input", "one_core"), modes(50, 155), [PARALLEL], gpu_present=False,
+                    stages=[py_map], slow_stage="map(decode_example)")
+    assert [f.kind for f in rec.fixes] == ["parallel_map"]  # making it parallel helped: that is the fix
+    assert recommend(verdict("compute"), modes(30, 30), [], gpu_present=False, stages=GEN_STAGES,
+                     slow_stage="from_generator(examples)").fixes[0].kind == "xla"
+
+
+def test_python_that_waits_on_io_gets_no_gil_advice():
+    # A py_function read that sleeps (latency-bound files): the CPUs sat idle, the GIL was free.
+    reader = Stage(1, "InterleaveDataset/_1", "InterleaveDataset", "interleave", function="read_file",
+                   has_py_function=True)
+    rec = recommend(verdict("input", "idle"), modes(15, 15), [], gpu_present=False, stages=[reader],
+                    slow_stage="interleave(read_file)")
+    assert rec.fixes == ()
+    interleave = Change("interleave", "interleave(read_file)", "InterleaveDataset/_1", "parallel", True)
+    rec = recommend(verdict("input", "partial"), modes(15, 200), [interleave], gpu_present=False, stages=[reader],
+                    slow_stage="interleave(read_file)")
+    assert [f.kind for f in rec.fixes] == ["interleave"]  # measured at that stage: no Python advice beside it

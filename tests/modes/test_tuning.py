@@ -72,6 +72,37 @@ def test_no_cache_after_an_endless_repeat():
     assert [c for c in tune(ds, FACTS, input_batches_per_sec=100).changes if c.kind == "cache"] == []
 
 
+def keep(x):
+    return x >= 0
+
+
+def test_a_cache_where_the_length_is_unknown_is_counted_in_one_pass_first():
+    ds = tf.data.Dataset.range(64).filter(keep).map(decode).map(noisy).batch(8)
+    assert ds.cardinality() == tf.data.UNKNOWN_CARDINALITY
+    tuned = tune(ds, FACTS, input_batches_per_sec=100)
+    cache = next(c for c in tuned.changes if c.kind == "cache")
+    assert cache.applied and cache.stage == "map(decode)", cache
+    assert cache.details["elements"] == 64 and cache.details["estimated_bytes"] == 64 * 4
+    assert cache.details["elements_from"] == "one counting pass" and cache.details["estimated_fill_seconds"] > 0
+    assert "counted in one" in cache.description
+    assert [b.tolist() for b in tuned.dataset.as_numpy_iterator()] == [b.tolist() for b in ds.as_numpy_iterator()]
+
+
+def test_a_counting_pass_stops_at_the_ram_budget_and_points_at_snapshot():
+    ds = tf.data.Dataset.range(100_000).filter(keep).map(decode).map(noisy).batch(8)
+    small = TuningFacts(cores=2, ram_budget_bytes=4096, fill_budget_seconds=10, latency_bound=False)
+    cache = next(c for c in tune(ds, small, input_batches_per_sec=100).changes if c.kind == "cache")
+    assert not cache.applied and "passed the RAM budget" in cache.reason and "snapshot" in cache.reason
+
+
+def test_a_counting_pass_stops_at_the_time_budget():
+    ds = tf.data.Dataset.range(10**12).filter(keep).map(decode).map(noisy).batch(8)  # as good as endless
+    quick = TuningFacts(cores=2, ram_budget_bytes=2**40, fill_budget_seconds=0.3, latency_bound=False)
+    cache = next(c for c in tune(ds, quick, input_batches_per_sec=100).changes if c.kind == "cache")
+    assert not cache.applied
+    assert cache.reason.startswith("its length is unknown, and one pass to count it did not end within 0.3 s")
+
+
 def test_serial_interleave_becomes_parallel_with_the_same_order():
     ds = tf.data.Dataset.range(4).interleave(lambda i: tf.data.Dataset.range(i * 10, i * 10 + 3), cycle_length=2)
     tuned = tune(ds.batch(4), FACTS, input_batches_per_sec=100)

@@ -63,6 +63,9 @@ def test_found_stage_reads_where_the_anatomy_puts_it():
     assert accuracy.found_stage({"bottleneck_stage": "map(f)"}) == (True, "map(f)")
     assert accuracy.found_stage({"anatomy": {"bottleneck_stage": {"label": "map(g)"}}}) == (True, "map(g)")
     assert accuracy.found_stage({"dataset": {"bottleneck_stage": None}}) == (True, None)
+    blamed = {"verdict": {"stage": "shuffle(64)"}, "anatomy": {"bottleneck_stage": "map(f)"}}
+    assert accuracy.found_stage(blamed) == (True, "shuffle(64)")
+    assert accuracy.found_stage({"verdict": {"stage": None}, "anatomy": {"bottleneck_stage": "map(f)"}}) == (True, "map(f)")
 
 
 def test_totals_count_and_ratio():

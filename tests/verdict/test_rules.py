@@ -7,7 +7,7 @@ import pytest
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.modes import InputSideCpu
 from pipediag.verdict import thresholds as T
-from pipediag.verdict.rules import classify_cpu, decide
+from pipediag.verdict.rules import Verdict, classify_cpu, decide
 from tests.summaries import GiB, oom_error, summary, waiting_cpu
 
 NO_GPU = "NVML could not start"
@@ -72,6 +72,58 @@ def test_host_memory_pressure_is_memory():
     assert v.bottleneck == "memory"
     pipeline = summary("pipeline", 50, wait=0.5, available=int(0.06 * 24 * GiB))
     assert decide(modes(summary("synthetic", 100), pipeline, summary("input_only", 60))).bottleneck == "input"
+
+
+MiB = 2**20
+
+
+def shuffle(elements, kib):
+    from pipediag.analysis.buffers import BufferEstimate
+
+    return BufferEstimate(f"shuffle({elements})", 2, elements, kib * 2**10)
+
+
+def fed(rss):
+    """An input-bound run (by speed) whose process peaked at `rss` bytes."""
+    return modes(summary("synthetic", 200, rss=rss), summary("pipeline", 50, wait=0.7, rss=rss),
+                 summary("input_only", 52, rss=rss))
+
+
+def test_shuffle_buffers_over_the_ram_budget_are_memory_naming_the_buffer():
+    v = decide(fed(rss=int(1.6 * GiB)), buffers=[shuffle(10922, 96)], ram_budget_bytes=512 * MiB)
+    assert v.bottleneck == "memory" and v.confidence == "high" and v.stage == "shuffle(10922)"
+    assert v.headline == "host memory: `shuffle(10922)` alone holds more than the RAM budget (--ram-budget-mb) allows"
+    assert "10922 elements x 96 KiB" in v.evidence[0] and "2.0x the RAM budget" in v.evidence[1]
+    assert v.facts["memory_source"] == "pipeline_buffers" and v.facts["ram_budget_bytes"] == 512 * MiB
+    assert Verdict.from_dict(v.to_dict()) == v
+
+
+@pytest.mark.parametrize("kib, expected", [(47, "input"), (48, "input"), (49, "memory")])
+def test_the_budget_itself_is_the_line(kib, expected):
+    # 10922 x 48 KiB = 511.9 MiB: just within 512 MiB; 49 KiB: just over.
+    v = decide(fed(rss=int(1.6 * GiB)), buffers=[shuffle(10922, kib)], ram_budget_bytes=512 * MiB)
+    assert v.bottleneck == expected
+
+
+def test_buffers_add_up_and_the_biggest_is_named():
+    v = decide(fed(rss=GiB), buffers=[shuffle(1000, 300), shuffle(100, 300)], ram_budget_bytes=300 * MiB)
+    assert v.bottleneck == "memory" and v.stage == "shuffle(1000)"
+    assert v.headline.startswith("host memory: the shuffle buffers (most in `shuffle(1000)`) hold more")
+
+
+def test_rss_sets_how_sure_the_buffer_verdict_is():
+    within = decide(fed(rss=400 * MiB), buffers=[shuffle(10922, 96)], ram_budget_bytes=512 * MiB)
+    assert within.confidence == "low" and "disagree" in within.evidence[-1]
+    unread = decide(fed(rss=None), buffers=[shuffle(10922, 96)], ram_budget_bytes=512 * MiB)
+    assert unread.confidence == "medium"
+
+
+def test_without_a_budget_the_hosts_memory_is_the_line():
+    small = decide(fed(rss=2 * GiB), buffers=[shuffle(10922, 96)])
+    assert small.bottleneck == "input"  # 1 GiB of a 24 GiB host
+    huge = decide(fed(rss=2 * GiB), buffers=[shuffle(300_000, 96)])
+    assert huge.bottleneck == "memory" and "this host's memory" in huge.headline
+    assert huge.facts["ram_budget_source"] == "host_total"
 
 
 def test_gpu_memory_nearly_full_is_memory_with_low_confidence():

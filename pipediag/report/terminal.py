@@ -183,7 +183,7 @@ def anatomy_table(d: Diagnosis) -> RenderableType | None:
             untimed.append(f"{row.label}: {row.reason}")
         table.add_row(
             name, rate, _num(row.added_ms_per_batch, "{:+.2f}"),
-            _num(None if row.share is None else 100 * row.share, "{:.0f}%"),
+            _num(None if row.share is None else round(100 * row.share) or 0, "{:.0f}%"),  # never "-0%"
             _length(None if stage is None else stage.cardinality),
             _bytes(None if stage is None else stage.bytes_per_element),
         )

@@ -92,7 +92,7 @@ def test_diagnose_writes_json_and_report_reprints_it(fixture_spec, tmp_path):
     assert "Verdict" in result.stdout and "INPUT" in result.stdout
     assert "synthetic mode" in result.stderr and "taking the first batch" in result.stderr  # the progress bars
     assert f"wrote {page}" in result.stderr
-    assert "map(slow_read)" in page.read_text() and page.read_text().count("<svg") == 2
+    assert "map(slow_read)" in page.read_text() and page.read_text().count("<svg") == 3  # throughput, CPU, waterfall
     modes = {line.split(",")[2] for line in samples.read_text().splitlines()[1:]}
     assert {"synthetic", "pipeline", "input_only", "tuned"} <= modes
     data = json.loads(out.read_text())

@@ -27,7 +27,7 @@ def elements(feed, count):
 def test_parallel_epochs_sends_every_example_once_per_worker(two_workers):
     ds = tf.data.Dataset.range(12).batch(3)
     feed = open_feed(ds, two_workers.target, "parallel_epochs", "tf", timeout_s=60)
-    seen = sorted([int(v) for v in feed.first.numpy()] + elements(feed, 7))  # 2 workers × 4 batches
+    seen = sorted([int(v) for v in feed.firsts[0].numpy()] + elements(feed, 7))  # 2 workers × 4 batches
     feed.close()
     assert seen == sorted(list(range(12)) * 2)
 
@@ -35,7 +35,7 @@ def test_parallel_epochs_sends_every_example_once_per_worker(two_workers):
 def test_distributed_epoch_sends_every_example_once(two_workers):
     ds = tf.data.Dataset.range(12).batch(3)
     feed = open_feed(ds, two_workers.target, "distributed_epoch", "tf", timeout_s=60)
-    seen = sorted(int(v) for v in feed.first.numpy())
+    seen = sorted(int(v) for v in feed.firsts[0].numpy())
     while feed.restarts == 0:
         batch = feed()
         if feed.restarts == 0:
@@ -92,6 +92,6 @@ def test_numpy_batches_equal_the_local_ones(two_workers):
     data = np.arange(32, dtype="float32").reshape(8, 4)
     ds = tf.data.Dataset.from_tensor_slices(data).batch(8)
     feed = open_feed(ds, two_workers.target, "parallel_epochs", "numpy", timeout_s=60)
-    batch = feed.first
+    batch = feed.firsts[0]
     feed.close()
     assert isinstance(batch, np.ndarray) and np.array_equal(batch, data)

@@ -125,5 +125,5 @@ def test_pipediag_still_finds_the_planted_bottleneck(name, tmp_path):
     found = accuracy.read_diagnosis(json.loads(out.read_text()))
     expected = info["expected"]
     assert found["bottleneck"] == expected["bottleneck"], found["headline"]
-    if found["stage_reported"]:
+    if found["stage_reported"] and expected["stage"] is not None:  # as the benchmark judges it
         assert found["stage"] == expected["stage"]

@@ -16,7 +16,7 @@ of each fetch was exposed; that exposed part is the step's wait.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pipediag import stats
@@ -149,34 +149,38 @@ class _Clocked:
     clock_ns: Callable[[], int]
     next_batch: Callable[[], Any]
     step: Callable[[Any], Any] | None
-    wait: list[int] = field(default_factory=list)
-    compute: list[int] = field(default_factory=list)
 
     def one(self) -> tuple[int, int]:
         t0 = self.clock_ns()
-        try:
-            batch = self.next_batch()
-        except StopIteration:
-            raise
-        except KeyboardInterrupt:
-            raise
-        except Exception as error:
-            raise UserCodeError("pipeline", error, "the error happened while producing a batch") from error
+        batch = self._fetch()
         t1 = self.clock_ns()
         if self.step is not None:
-            try:
-                self.step(batch)
-            except KeyboardInterrupt:
-                raise
-            except Exception as error:
-                if is_out_of_memory(error):
-                    raise _OutOfMemory(error) from error
-                raise UserCodeError("step", error, "the step failed on a batch from the pipeline") from error
+            self._guard(lambda: self.step(batch))
         t2 = self.clock_ns()
         return t1 - t0, t2 - t1
 
     def drain(self) -> int:
         return 0
+
+    def _fetch(self) -> Any:
+        try:
+            return self.next_batch()
+        except (StopIteration, KeyboardInterrupt):
+            raise
+        except Exception as error:
+            raise UserCodeError("pipeline", error, "the error happened while producing a batch") from error
+
+    @staticmethod
+    def _guard(fn: Callable[[], Any]) -> Any:
+        """Run the user's step (or wait for it): out of memory ends the mode, other errors are theirs."""
+        try:
+            return fn()
+        except KeyboardInterrupt:
+            raise
+        except Exception as error:
+            if is_out_of_memory(error):
+                raise _OutOfMemory(error) from error
+            raise UserCodeError("step", error, "the step failed on a batch from the pipeline") from error
 
 
 class Overlapped(_Clocked):
@@ -200,27 +204,11 @@ class Overlapped(_Clocked):
         self.dispatch = dispatch
         self.hideable_ns = hideable_ns
         self.pending: Callable[[], Any] | None = None
-        self.fetch: list[int] = []
-        self.block: list[int] = []
-
-    def _guard(self, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except KeyboardInterrupt:
-            raise
-        except Exception as error:
-            if is_out_of_memory(error):
-                raise _OutOfMemory(error) from error
-            raise UserCodeError("step", error, "the step failed on a batch from the pipeline") from error
+        self.last = (0, 0)  # the last step's (fetch, block) nanoseconds
 
     def one(self) -> tuple[int, int]:
         t0 = self.clock_ns()
-        try:
-            batch = self.next_batch()
-        except (StopIteration, KeyboardInterrupt):
-            raise
-        except Exception as error:
-            raise UserCodeError("pipeline", error, "the error happened while producing a batch") from error
+        batch = self._fetch()
         t1 = self.clock_ns()
         self.drain()
         t2 = self.clock_ns()

@@ -177,17 +177,14 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         progress.phase(f"{name} mode")
         if with_step:
             memory.start()
-        stepping: dict[str, Any] = {}
-        if with_step and the_step.dispatch is not None:
-            # One step in flight while the next batch is fetched, as a training loop runs a
-            # JAX or PyTorch step; the wait is the part of each fetch the device did not hide.
-            stepping = dict(step=None, dispatch=the_step.dispatch, hideable_ns=hideable.get("ns"))
-        elif with_step:
-            stepping = dict(step=the_step.run)
+        # A JAX or PyTorch step runs with one step in flight while the next batch is fetched, as
+        # a training loop runs it; the wait is then the part of each fetch the device did not hide.
+        dispatch = the_step.dispatch if with_step else None
+        step_fn = the_step.run if with_step and dispatch is None else None
         try:
             result = run_mode(
-                name, next_batch, stepping.pop("step", None), mode_rule or rule,
-                clock_ns=clock_ns, progress=progress.mode, **stepping, **kw,
+                name, next_batch, step_fn, mode_rule or rule, clock_ns=clock_ns, progress=progress.mode,
+                dispatch=dispatch, hideable_ns=hideable.get("ns") if dispatch else None, **kw,
             )
         finally:
             if isinstance(next_batch, BatchFeed):

@@ -106,15 +106,10 @@ def sides_table(c: Comparison) -> Table:
     return table
 
 
-def verdict_panel(c: Comparison) -> RenderableType:
-    v = c.verdict
-    iv = c.interval
-    body = Text()
-    body.append(_WORDS[v.verdict], style=_STYLE[v.verdict])
-    body.append(f"  ({_KIND_NAMES[c.primary]})\n", style="dim")
-    body.append(v.headline + "\n")
-    if v.reason:
-        body.append(f"why no verdict: {v.reason}\n", style="italic")
+def verdict_lines(c: Comparison) -> list[str]:
+    """What backs the verdict, a line each: the effect size, the other kind's verdict, the looks,
+    an unsettled interval, the gate. Shared by the terminal and the HTML page."""
+    v, iv = c.verdict, c.interval
     lines = []
     if iv is not None:
         noise = f"{100 * iv.log_sd:.1f}%"
@@ -136,6 +131,18 @@ def verdict_panel(c: Comparison) -> RenderableType:
     gate = gate_text(v)
     if gate:
         lines.append("gate: " + gate)
+    return lines
+
+
+def verdict_panel(c: Comparison) -> RenderableType:
+    v = c.verdict
+    body = Text()
+    body.append(_WORDS[v.verdict], style=_STYLE[v.verdict])
+    body.append(f"  ({_KIND_NAMES[c.primary]})\n", style="dim")
+    body.append(v.headline + "\n")
+    if v.reason:
+        body.append(f"why no verdict: {v.reason}\n", style="italic")
+    lines = verdict_lines(c)
     for line in lines:
         body.append("  • " + line + "\n")
     body.rstrip()

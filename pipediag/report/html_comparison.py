@@ -13,6 +13,7 @@ import math
 from pipediag import stats
 from pipediag.comparison import Comparison
 from pipediag.report import charts
+from pipediag.report.comparison import verdict_lines
 from pipediag.report.html import (
     environment_facts,
     escape,
@@ -25,7 +26,7 @@ from pipediag.report.html import (
     stages_table,
     table_head,
 )
-from pipediag.verdict.comparison import FASTER, INCONCLUSIVE, NO_DIFFERENCE, SLOWER, gate_text
+from pipediag.verdict.comparison import FASTER, INCONCLUSIVE, NO_DIFFERENCE, SLOWER
 
 _WORDS = {FASTER: "FASTER", SLOWER: "SLOWER", NO_DIFFERENCE: "NO SIGNIFICANT DIFFERENCE", INCONCLUSIVE: "INCONCLUSIVE"}
 _COLORS = {FASTER: "#2f855a", SLOWER: "#c53030", NO_DIFFERENCE: "#4a5568", INCONCLUSIVE: "#b7791f"}
@@ -80,22 +81,7 @@ def verdict_section(c: Comparison) -> str:
         ratio = (f'<p id="ratio">B/A = <strong>{iv.ratio:.3f}×</strong> ({iv.percent:+.1f}%), '
                  f"{100 * iv.confidence:.0f}% interval <strong>{iv.low:.3f} – {iv.high:.3f}</strong> "
                  f'<span class="muted">({escape(iv.method)}, {iv.rounds} rounds)</span></p>')
-    lines = []
-    if iv is not None and iv.effect_dz is not None:
-        what = "the round-to-round spread of B/A" if iv.method == "paired" else "the spread of the rates"
-        lines.append(f"d = {iv.effect_dz:+.1f}: the change in units of {what} ({100 * iv.log_sd:.1f}%)")
-    for kind in c.intervals:
-        if kind != c.primary:
-            lines.append(f"{_KIND_NAMES.get(kind, kind)}: {c.verdicts[kind].headline}")
-    looks = ", ".join(str(n) for n in c.plan.looks())
-    lines.append(f"{len(c.rounds)} round(s) of at most {c.plan.max_rounds}; the data is looked at after {looks} "
-                 f"rounds, each look at {100 * c.plan.level:.1f}% so that {100 * c.plan.confidence:.0f}% holds over all looks")
-    if iv is not None and v.verdict == NO_DIFFERENCE and not v.equivalent:
-        lines.append(f"not settled: B may be anywhere from {100 * (iv.low - 1):+.1f}% to {100 * (iv.high - 1):+.1f}% "
-                     "relative to A")
-    gate = gate_text(v)
-    if gate:
-        lines.append("gate: " + gate)
+    lines = verdict_lines(c)
     reason = f"<p><em>why no verdict: {escape(v.reason)}</em></p>" if v.reason else ""
     items = "".join(f"<li>{escape(line)}</li>" for line in lines)
     return (f'<h2>Verdict</h2><div class="verdict" id="verdict" style="border-color:{color}">'

@@ -23,7 +23,7 @@ from pipediag.report.html import (
     stages_table,
     table_head,
 )
-from pipediag.report.scale import PLACEMENT_TEXT, WORTH_TEXT, cpu_text, workers_text
+from pipediag.report.scale import PLACEMENT_TEXT, WORTH_TEXT, cpu_text, unstable_modes, workers_text
 from pipediag.scaling import ScaleResult
 
 _WORTH_COLORS = {"yes": "#2f855a", "not_needed": "#b7791f", "does_not_scale": "#c53030", "transfer_bound": "#c53030",
@@ -115,11 +115,7 @@ def measured_section(r: ScaleResult) -> str:
                "worker CPU: each worker process over the mode, 100% = one core; client: pipediag's own process. "
                "cores: own = each worker on core(s) of its own; shared = the workers fill every core; over = more "
                "worker cores than the host has"] + reasons
-    stops = [f"{name}: {m.stop_reason.replace('_', ' ')}" for name, m in r.modes.items() if m.stop_reason != "stable"]
-    for c in r.counts:
-        for kind, m in (("input", c.input_only), ("step fed", c.fed)):
-            if m is not None and m.stop_reason != "stable":
-                stops.append(f"{workers_text(c.workers)} {kind}: {m.stop_reason.replace('_', ' ')}")
+    stops = unstable_modes(r)
     if stops:
         caption.append("stopped early or at the cap — " + ", ".join(stops))
     notes = "".join(f'<p class="muted">{escape(line)}</p>' for line in caption)

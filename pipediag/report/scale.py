@@ -41,6 +41,16 @@ def _half(m: ModeSummary | None) -> str:
     return f"{(m.batches_per_sec_ci[1] - m.batches_per_sec_ci[0]) / 2:.1f}"
 
 
+def unstable_modes(r) -> list[str]:
+    """Each mode of a scale run that stopped other than stable, and why ("2 workers input: time cap")."""
+    stops = [f"{name}: {m.stop_reason.replace('_', ' ')}" for name, m in r.modes.items() if m.stop_reason != "stable"]
+    for c in r.counts:
+        for kind, m in (("input", c.input_only), ("step fed", c.fed)):
+            if m is not None and m.stop_reason != "stable":
+                stops.append(f"{workers_text(c.workers)} {kind}: {m.stop_reason.replace('_', ' ')}")
+    return stops
+
+
 def workers_text(n: int | None) -> str:
     return "deployment" if n is None else f"{n} worker{'s' if n != 1 else ''}"
 
@@ -121,11 +131,7 @@ def measured_table(r: ScaleResult) -> Table:
                "worker process over the mode, 100% = one core; client: pipediag's own process (receiving, and "
                "the step when fed). cores: own = each worker on core(s) of its own, one left for the client; "
                "shared = the workers fill every core; over = more worker cores than the host has"]
-    stops = [f"{name}: {m.stop_reason.replace('_', ' ')}" for name, m in r.modes.items() if m.stop_reason != "stable"]
-    for c in r.counts:
-        for kind, m in (("input", c.input_only), ("step fed", c.fed)):
-            if m is not None and m.stop_reason != "stable":
-                stops.append(f"{workers_text(c.workers)} {kind}: {m.stop_reason.replace('_', ' ')}")
+    stops = unstable_modes(r)
     if stops:
         caption.append("stopped early or at the cap — " + ", ".join(stops))
     table.caption = "\n".join(caption)

@@ -4,8 +4,15 @@ Importing this does not import JAX; each scenario's make_step() does, when piped
 step (after `--gpu-memory-limit` has set JAX's memory fraction, for the sweep).
 """
 
+import os
+import sys
+
 import numpy as np
 import tensorflow as tf
+
+# scenarios/ itself, for the expected-answer type the accuracy benchmark reads.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _common import INPUT_FIXES, STEP_FIXES, Expected  # noqa: E402, F401  (re-exported for the scenarios)
 
 
 def vectors(batch_size: int, features: int, examples: int = 8192, seed: int = 0):

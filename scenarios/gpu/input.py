@@ -2,7 +2,7 @@
 files one by one) feeding a small jitted JAX step.
 
 Batches of 16 take ~32 ms to make on one thread; the step takes well under a millisecond.
-Expected: input (the pipeline alone delivers far fewer batches than the step could take), with a
+Expected answer and why: input (the pipeline alone delivers far fewer batches than the step could take), with a
 parallel_map fix on `map(slow_read)` measured by the tuned mode (16 cores overlap the sleeps).
 """
 
@@ -14,6 +14,10 @@ import numpy as np
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import STEP_FIXES, Expected  # noqa: E402
+
+BATCH_FORMAT = "numpy"  # the JAX step takes NumPy batches (--batch-format numpy)
+EXPECTED = Expected(bottleneck="input", stage="map(slow_read)", right_fixes=("parallel_map",), wrong_fixes=STEP_FIXES)
 
 FEATURES = 256
 SLEEP_S = 0.002
@@ -37,6 +41,11 @@ def make_dataset(batch_size=16, parallel=False):
     x = tf.data.Dataset.from_tensor_slices(data).repeat().map(slow_read, num_parallel_calls=calls)
     y = tf.data.Dataset.from_tensor_slices(labels).repeat()
     return tf.data.Dataset.zip((x, y)).batch(batch_size)
+
+
+def expert_dataset(batch_size=16):
+    """The reads in parallel (they sleep: more calls in flight than cores), and a final prefetch."""
+    return make_dataset(batch_size, parallel=True).prefetch(tf.data.AUTOTUNE)
 
 
 def make_step():

@@ -84,7 +84,8 @@ def test_there_are_enough_scenarios():
     assert len(SCENARIOS) >= 12
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: os.path.basename(p)[:-3])
+@pytest.mark.parametrize("path", SCENARIOS + accuracy.scenario_paths(gpu=True),
+                         ids=lambda p: ("gpu/" if os.sep + "gpu" + os.sep in p else "") + os.path.basename(p)[:-3])
 def test_scenario_file_is_complete(path):
     from pipediag.fixes.catalog import FIX_KINDS
     from pipediag.verdict.rules import BOTTLENECKS

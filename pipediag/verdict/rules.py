@@ -244,6 +244,17 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
         and pipeline.compute_ms_median and synthetic.compute_ms_median
         and pipeline.compute_ms_median >= T.GAP_SIGNIFICANT * synthetic.compute_ms_median
     )
+    if slowed and pipeline.cpu_per_core_pct and _idle_cores(pipeline) >= T.CONTENDED_IDLE_CORES:
+        # Slower beside the pipeline, yet cores sat idle: nothing competed for them. The step's
+        # own speed varied (seen on the H200: a Python-bound step, 14 of 16 cores idle).
+        noisy = True
+        evidence.append(
+            f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
+            f"{synthetic.compute_ms_median:.2f} ms alone, yet {_idle_cores(pipeline):.1f} of "
+            f"{len(pipeline.cpu_per_core_pct)} cores were idle: not CPU contention; the step's speed varied, "
+            "so confidence is lowered"
+        )
+        slowed = False
     if slowed:
         evidence.append(
             f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "

@@ -176,6 +176,16 @@ def test_contention_is_input_bound_even_without_waiting():
     assert any("competes with it for the CPU" in e for e in v.evidence)
 
 
+def test_a_slower_step_beside_idle_cores_is_not_contention():
+    # The H200's host scenario: the step 1.22x slower beside the pipeline with 14 of 16 cores idle
+    # (its own speed varied). Not input; the step's verdict stands, with lowered confidence.
+    synthetic = summary("synthetic", 61.3, compute_ms=16.2, gpu_util=6.0)
+    pipeline = summary("pipeline", 49.8, wait=0.03, compute_ms=19.8, per_core=[100, 60] + [5] * 14)
+    v = decide(modes(synthetic, pipeline, summary("input_only", 7000)), gpu_expected=True)
+    assert (v.bottleneck, v.confidence) == ("host", "low")
+    assert any("cores were idle: not CPU contention" in e for e in v.evidence)
+
+
 @pytest.mark.parametrize(
     "per_core, kind",
     [([95, 90], "saturated"), ([100, 5], "one_core"), ([50, 48], "one_core"), ([10, 12], "idle"), ([85, 70], "partial"),

@@ -90,6 +90,16 @@ def write_outputs(result, args: argparse.Namespace) -> list[str]:
     return written
 
 
+def print_and_write(result, report, args: argparse.Namespace, out, err, *, name_files: bool = True) -> None:
+    """Write every file asked for, print the report, then name the files written (on stderr, so
+    stdout holds the report alone). `name_files=False` leaves the names out."""
+    written = write_outputs(result, args)
+    out.print(report)
+    if name_files:
+        for path in written:
+            err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
+
+
 class RichProgress:
     """The library's Progress callback, drawn on stderr (so stdout stays clean): one bar per mode
     (its time cap as the total), and an open-ended bar with a clock for every other phase —

@@ -22,7 +22,7 @@ from pipediag.commands.common import (
     add_output_arguments,
     check_outputs,
     positive_float,
-    write_outputs,
+    print_and_write,
 )
 from pipediag.commands.diagnose import add_target_arguments, load_step_options
 from pipediag.errors import UsageError
@@ -154,10 +154,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         with RoundsProgress(err) as progress:
             comparison = compare(a, b, progress=progress, **options)
-    written = write_outputs(comparison, args)
-    out.print(render_comparison(comparison))
-    for path in written:
-        err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
+    print_and_write(comparison, render_comparison(comparison), args, out, err)
     if comparison.status == "interrupted":
         return EXIT_INTERRUPTED
     return EXIT_SLOWER if comparison.regression else EXIT_OK

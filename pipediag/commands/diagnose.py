@@ -15,7 +15,7 @@ from pipediag.commands.common import (
     check_outputs,
     positive_float,
     positive_int,
-    write_outputs,
+    print_and_write,
 )
 from pipediag.errors import UsageError
 
@@ -129,9 +129,5 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         with RichProgress(err) as progress:
             diagnosis = api.diagnose(builder, progress=progress, **options)
     # Files first: on an interrupted run they are what the user keeps.
-    written = write_outputs(diagnosis, args)
-    out.print(render_diagnosis(diagnosis))
-    if not args.quiet:
-        for path in written:
-            err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
+    print_and_write(diagnosis, render_diagnosis(diagnosis), args, out, err, name_files=not args.quiet)
     return EXIT_INTERRUPTED if diagnosis.status == "interrupted" else EXIT_OK

@@ -15,7 +15,7 @@ from pipediag.commands.common import (
     check_outputs,
     positive_float,
     positive_int,
-    write_outputs,
+    print_and_write,
 )
 from pipediag.commands.diagnose import (
     add_dataset_arguments, add_target_arguments, check_dataset_arguments, load_dataset, load_step_options,
@@ -106,8 +106,5 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         with RichProgress(err) as progress:
             result = scaling.scale(builder, progress=progress, **options)
-    written = write_outputs(result, args)
-    out.print(render_scale(result))
-    for path in written:
-        err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
+    print_and_write(result, render_scale(result), args, out, err)
     return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK

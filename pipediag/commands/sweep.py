@@ -13,7 +13,7 @@ from pipediag.commands.common import (
     add_output_arguments,
     check_outputs,
     positive_int,
-    write_outputs,
+    print_and_write,
 )
 from pipediag.commands.diagnose import add_target_arguments
 from pipediag.errors import UsageError
@@ -77,8 +77,5 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         with RichProgress(err) as progress:
             result = sweep(builder, sizes, progress=progress, **options)
-    written = write_outputs(result, args)
-    out.print(render_sweep(result))
-    for path in written:
-        err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
+    print_and_write(result, render_sweep(result), args, out, err)
     return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK

@@ -170,7 +170,7 @@ def _count_cut(cut, node: str, facts: rules.TuningFacts, clock_ns: Callable[[], 
     return rules.CacheEstimate(node, elements, total / elements, seconds, counted=True)
 
 
-def _estimate_cache(graph: PipelineGraph, point: Stage, final_batches: int | str, input_batches_per_sec: float | None,
+def _estimate_cache(graph: PipelineGraph, point: rules.CachePoint, final_batches: int | str, input_batches_per_sec: float | None,
                     stages: list[Stage], facts: rules.TuningFacts,
                     clock_ns: Callable[[], int] = time.monotonic_ns) -> rules.CacheEstimate:
     cut = graph.cut(point.node)
@@ -186,7 +186,7 @@ def _estimate_cache(graph: PipelineGraph, point: Stage, final_batches: int | str
         if isinstance(final_batches, int):
             fill = final_batches / input_batches_per_sec
         else:
-            batch = next((s for s in stages if s.kind == "batch" and s.index > point.index), None)
+            batch = next((s for s in stages if s.kind == "batch" and s.index > point.stage.index), None)
             per_batch = (batch.buffer_size or 1) if batch else 1
             fill = elements / per_batch / input_batches_per_sec
     return rules.CacheEstimate(point.node, int(elements), per_element, fill)
@@ -214,12 +214,14 @@ def plan_tuning(
     changes += rules.interleave_changes(stages)
     cache = None
     point = rules.cache_point(stages)
-    if point is not None:
+    if point is not None and point.already_cached:
+        changes.append(rules.already_cached_change(point))
+    elif point is not None:
         estimate = _estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, stages, facts, clock_ns)
         cache = rules.cache_change(point, estimate, facts)
         changes.append(cache)
     functions = user_functions(dataset)
-    for change in rules.vectorize_changes(stages, cache):
+    for change in rules.vectorize_changes(stages, rules.cached_upto(stages, point, cache)):
         changes.append(_check_vectorize(graph, change, functions) if change.applied else change)
     changes.append(rules.prefetch_change(stages))
     changes.append(rules.threading_change(facts))

@@ -111,26 +111,50 @@ def interleave_changes(stages: list[Stage]) -> list[Change]:
     return changes
 
 
-def cache_point(stages: list[Stage]) -> Stage | None:
-    """The deepest stage before the first random, Python or state-writing one; None if none fits."""
-    point = None
+@dataclass(frozen=True)
+class CachePoint:
+    stage: Stage  # the deepest deterministic stage: the cache follows it, and is named after it
+    node: str  # the graph node the cache goes after: `stage`'s, or a prefetch right behind it
+    existing: Stage | None = None  # a cache() or snapshot() the pipeline already has before the first random stage
+
+    @property
+    def already_cached(self) -> bool:
+        """The pipeline's own cache follows the deepest deterministic stage: nothing left to cache."""
+        return self.existing is not None and self.existing.index > self.stage.index
+
+
+def cache_point(stages: list[Stage]) -> CachePoint | None:
+    """Where a cache would go: after the deepest stage before the first random, Python or
+    state-writing one, and after any prefetch right behind it (a replay then skips its hand-off
+    too). A cache the pipeline already has does not end the search (tensorflow-datasets caches
+    small datasets after decoding, before its own stages); it is kept in `existing`. None when
+    nothing fits."""
+    point = existing = after = None
     for s in stages:
-        if s.is_random or s.has_py_function or s.writes_state or s.kind in ("repeat", "cache", "snapshot"):
+        if s.is_random or s.has_py_function or s.writes_state or s.kind == "repeat":
             break
-        if s.kind in ("prefetch", "options"):
-            continue
-        point = s
+        if s.kind in ("cache", "snapshot"):
+            existing, after = s, None
+        elif s.kind in ("prefetch", "options"):
+            after = s if after is not None else None
+        else:
+            point = after = s
     if point is None or point.kind == "source" and point.op in ("RangeDataset", "TensorSliceDataset", "TensorDataset"):
         return None  # caching in-memory tensors gains nothing
-    return point
+    if existing is not None and existing.index > point.index:
+        return CachePoint(point, point.node, existing)
+    return CachePoint(point, (after or point).node, existing)
 
 
-def cache_change(point: Stage, estimate: CacheEstimate, facts: TuningFacts) -> Change:
+def cache_change(point: CachePoint, estimate: CacheEstimate, facts: TuningFacts) -> Change:
+    description = f"cache() after {point.stage.label} (the last deterministic stage), in memory"
+    if point.existing is not None and not point.already_cached:
+        description += f"; the pipeline's own {point.existing.label} comes earlier, so the stages after it run every epoch"
     change = Change(
         kind="cache",
-        stage=point.label,
+        stage=point.stage.label,
         node=point.node,
-        description=f"cache() after {point.label} (the last deterministic stage), in memory",
+        description=description,
         applied=True,
         details={
             "elements": estimate.elements,
@@ -158,6 +182,17 @@ def cache_change(point: Stage, estimate: CacheEstimate, facts: TuningFacts) -> C
             f"; {estimate.elements} elements, ~{estimate.total_bytes / 2**20:.0f} MiB, counted in one "
             f"{estimate.fill_seconds:.1f} s pass (TensorFlow does not know the length there)")})
     return change
+
+
+def already_cached_change(point: CachePoint) -> Change:
+    return Change(
+        kind="cache",
+        stage=point.stage.label,
+        node=point.node,
+        description=f"cache() after {point.stage.label} (the last deterministic stage), in memory",
+        applied=False,
+        reason=f"the pipeline already caches there ({point.existing.label} right after {point.stage.label})",
+    )
 
 
 def counting_verdict(elements: int, total_bytes: float, seconds: float, done: bool,
@@ -206,12 +241,20 @@ def threading_change(facts: TuningFacts) -> Change:
 VECTORIZE_BATCH_OPS = ("BatchDatasetV2", "ParallelBatchDataset")
 
 
-def vectorize_changes(stages: list[Stage], cache: Change | None = None) -> list[Change]:
-    """Batch-before-map candidates: a map directly followed by a plain batch. Applied ones still
-    need the TensorFlow-side check (the function must accept a batch and give the same values)."""
-    cached_upto = None
+def cached_upto(stages: list[Stage], point: CachePoint | None, cache: Change | None) -> int | None:
+    """The index of the last stage whose output is cached, by the pipeline's own cache or by pipediag's."""
+    indices = []
+    if point is not None and point.existing is not None:
+        indices.append(point.existing.index)
     if cache is not None and cache.applied:
-        cached_upto = next((s.index for s in stages if s.node == cache.node), None)
+        indices += [s.index for s in stages if s.node == cache.node]
+    return max(indices, default=None)
+
+
+def vectorize_changes(stages: list[Stage], cached_upto: int | None = None) -> list[Change]:
+    """Batch-before-map candidates: a map directly followed by a plain batch. Applied ones still
+    need the TensorFlow-side check (the function must accept a batch and give the same values).
+    `cached_upto`: the index of the last stage whose output is cached (its work is done once)."""
     changes = []
     for s, after in zip(stages, stages[1:]):
         if s.kind not in ("map", "parallel_map") or after.op not in VECTORIZE_BATCH_OPS or not s.function:

@@ -67,6 +67,28 @@ def test_cache_goes_before_a_repeat_the_canonical_place():
     assert kinds[:4] == ["source", "map", "cache", "repeat"]
 
 
+def double(x):
+    return x * 2.0
+
+
+def test_a_pipeline_that_caches_early_gets_its_cache_after_the_later_stages_and_their_prefetch():
+    ds = tf.data.Dataset.range(64).map(decode).cache().map(double).prefetch(2).map(noisy).batch(8)
+    tuned = tune(ds, FACTS, input_batches_per_sec=100)
+    cache = next(c for c in tuned.changes if c.kind == "cache")
+    assert cache.applied and cache.stage == "map(double)" and "own cache comes earlier" in cache.description
+    kinds = [s.kind for s in PipelineGraph.from_dataset(tuned.dataset).stages()]
+    assert kinds == ["source", "map", "cache", "map", "prefetch", "cache", "parallel_map", "batch", "prefetch", "options"]
+    assert [b.tolist() for b in tuned.dataset.as_numpy_iterator()] == [b.tolist() for b in ds.as_numpy_iterator()]
+
+
+def test_a_pipeline_already_cached_at_the_deepest_point_is_not_cached_twice():
+    ds = tf.data.Dataset.range(64).map(decode).cache().map(noisy).batch(8)
+    tuned = tune(ds, FACTS, input_batches_per_sec=100)
+    cache = next(c for c in tuned.changes if c.kind == "cache")
+    assert not cache.applied and cache.reason == "the pipeline already caches there (cache right after map(decode))"
+    assert [s.kind for s in PipelineGraph.from_dataset(tuned.dataset).stages()].count("cache") == 1
+
+
 def test_no_cache_after_an_endless_repeat():
     ds = tf.data.Dataset.range(10).repeat().map(decode).batch(4)
     assert [c for c in tune(ds, FACTS, input_batches_per_sec=100).changes if c.kind == "cache"] == []

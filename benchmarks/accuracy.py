@@ -4,15 +4,18 @@
     python benchmarks/accuracy.py --only jpeg_tfrecord_serial,compute_bound
     python benchmarks/accuracy.py --gpu           # scenarios/gpu/*.py (on a GPU machine)
 
-For each scenario, one process measures what TensorFlow alone and an expert get (the user's
-pipeline with only `tf.data.Options` autotune and a final prefetch; the scenario's
-`expert_dataset()`), each feeding the scenario's own step through pipediag's mode runner with
-the same stop rule, so the four throughputs are measured alike. Then `python -m pipediag diagnose
-... --json` runs as a user would run it. The table compares expected and found (bottleneck, stage,
-fix kinds) and shows time-to-verdict and the four throughputs; the totals give correct K of N, the
-median time-to-verdict, and tuned/expert and tuned/AUTOTUNE ratios (geometric means over the
-input-bound scenarios). The table is printed and written, with the date and the machine, to
-benchmarks/results/.
+For each scenario, `python -m pipediag diagnose ... --json` runs as a user would run it. Then, when
+the diagnosis ran its tuned mode, a second process rebuilds that tuned pipeline (the changes the
+diagnosis applied, through pipediag's own tuning code) and measures it with `pipediag.compare`
+against the scenario's `expert_dataset()` and against AUTOTUNE-only (the user's pipeline with only
+`tf.data.Options` autotune and a final prefetch), each feeding the scenario's own step in
+interleaved rounds: every ratio comes with its 95% interval, instead of being the ratio of two
+timings taken at different moments in different processes (on this shared machine those moved by
+up to 30% for the same pipeline). The table compares expected and found (bottleneck, stage, fix
+kinds) and shows time-to-verdict, the diagnosis' throughputs and the two ratios; the totals give
+correct K of N, the median time-to-verdict, and each ratio goal of the anatomy issue: met by
+the point estimate, and which misses the interval itself settles. The table is printed and
+written, with the date and the machine, to benchmarks/results/.
 
 Timings collide when other TensorFlow work runs at the same time: the benchmark takes the CPU lock
 (/tmp/pipediag-cpu.lock) itself and holds it for the whole run, so that all scenarios are measured
@@ -190,7 +193,7 @@ def judge(expected: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# -- the baselines: AUTOTUNE-only and expert, measured like pipediag's modes ----------------
+# -- the ratios: tuned against the expert and against AUTOTUNE-only, in one process ---------
 def _batch_size_arg(args: list[str]) -> int | None:
     for i, a in enumerate(args):
         if a == "--batch-size" and i + 1 < len(args):
@@ -198,18 +201,71 @@ def _batch_size_arg(args: list[str]) -> int | None:
     return None
 
 
-def measure_baselines(path: str, max_seconds: float) -> dict[str, Any]:
-    """Runs in its own process (`--measure`): the scenario's step fed by the AUTOTUNE-only
-    pipeline and by the expert's, each timed by pipediag's own mode runner."""
+def rebuild_tuned(dataset: Any, tuning: list[dict[str, Any]], max_seconds: float,
+                  input_batches_per_sec: float | None) -> tuple[Any, list[str]]:
+    """The diagnosis' tuned pipeline, built again with pipediag's own tuning code: the changes the
+    diagnosis applied (kind and stage, from its JSON), planned on this process' copy of the
+    pipeline. Returns the dataset and any applied change that could not be rebuilt."""
+    import psutil
+
+    from pipediag.modes.tuning import build, plan_tuning
+    from pipediag.modes.tuning_rules import TuningFacts
+
+    wanted = {(c["kind"], c["stage"]) for c in tuning if c["applied"]}
+    facts = TuningFacts(
+        cores=psutil.cpu_count() or 1,
+        ram_budget_bytes=int(psutil.virtual_memory().available * 0.5),
+        fill_budget_seconds=max_seconds,
+        latency_bound=("threading", None) in wanted,
+        map_parallelization_on=dataset.options().experimental_optimization.map_parallelization is not False,
+    )
+    plan = plan_tuning(dataset, facts, input_batches_per_sec=input_batches_per_sec)
+    keys = [c.key for c in plan.candidates if (c.kind, c.stage) in wanted]
+    tuned = build(plan, keys)
+    rebuilt = {(c.kind, c.stage) for c in tuned.applied}
+    return tuned.dataset, sorted(f"{k}@{s}" for k, s in wanted - rebuilt)
+
+
+def _filled(dataset: Any, batches: int) -> Any:
+    """The dataset after one pass that fills its cache: `batches` of them and one more, so the
+    cache has seen the end of its input and is complete for every later iterator."""
+    iterator = iter(dataset)
+    for _ in range(batches + 1):
+        next(iterator)
+    del iterator
+    return dataset
+
+
+def _interval(comparison: Any) -> dict[str, Any]:
+    iv = comparison.intervals.get("fed")
+    fed = {side: comparison.sides[side].get("fed") for side in ("A", "B")}
+    return {
+        "ratio": None if iv is None else iv.ratio,
+        "low": None if iv is None else iv.low,
+        "high": None if iv is None else iv.high,
+        "rounds": None if iv is None else iv.rounds,
+        "a_batches_per_sec": None if fed["A"] is None else fed["A"].rate,
+        "b_batches_per_sec": None if fed["B"] is None else fed["B"].rate,
+        "stop_reason": comparison.stop_reason,
+        "elapsed_s": comparison.elapsed_s,
+    }
+
+
+def measure_ratios(path: str, diagnosis_path: str, max_seconds: float, compare_seconds: float) -> dict[str, Any]:
+    """Runs in its own process (`--ratios`), after the diagnosis: `pipediag.compare` of the tuned
+    pipeline against the expert's and against AUTOTUNE-only (the user's pipeline with autotune
+    options and a final prefetch), each feeding the scenario's own step in interleaved rounds, so
+    a ratio comes with its 95% interval and is not the ratio of two separate processes' timings."""
     import pipediag.backends.tf  # noqa: F401  (TensorFlow with pipediag's log filtering)
+    from pipediag import compare
     from pipediag.backends.tf import tf
-    from pipediag.modes.feeds import BatchFeed
-    from pipediag.modes.runner import StopRule, run_mode
-    from pipediag.steps.keras_step import keras_step
-    from pipediag.steps.user_step import user_step
+    from pipediag.modes.interleave import FED, ComparePlan
 
     module = load_scenario(path)
     info = describe(module)
+    with open(diagnosis_path) as f:
+        data = json.load(f)
+    found = read_diagnosis(data)
     batch_size = _batch_size_arg(info["diagnose_args"])
 
     def build(fn):
@@ -218,41 +274,27 @@ def measure_baselines(path: str, max_seconds: float) -> dict[str, Any]:
             kwargs["batch_size"] = batch_size
         return fn(**kwargs)
 
-    if info["step"] == "model":
-        step = keras_step(module.make_model(), "make_model")
-    elif info["step"] == "step":
-        step = user_step(module.make_step(), "make_step", info["batch_format"])
-    else:
-        raise SystemExit(f"{path}: a scenario needs make_model() or make_step()")
-
     def autotune_only():
         options = tf.data.Options()
         options.autotune.enabled = True
         return build(module.make_dataset).prefetch(tf.data.AUTOTUNE).with_options(options)
 
-    rule = StopRule(max_seconds=max_seconds)
-    results: dict[str, Any] = {}
-    for name, make, warm in (("autotune", autotune_only, 0),
-                             ("expert", lambda: build(module.expert_dataset),
-                              getattr(module, "EXPERT_WARMUP_BATCHES", 0))):
-        feed = BatchFeed(make(), info["batch_format"])
-        fill_start = time.perf_counter()
-        for _ in range(warm):  # e.g. one epoch, so the expert's cache is full (pipediag fills its own too)
-            feed()
-        fill_s = time.perf_counter() - fill_start if warm else None
-        # As diagnose runs it: a JAX or PyTorch step with one step in flight while the next batch is fetched.
-        run = run_mode(name, feed, None if step.dispatch else step.run, rule, clock_ns=time.monotonic_ns,
-                       first_step_is_compile=True, dispatch=step.dispatch)
-        feed.close()
-        total_ns = sum(run.step_ns)
-        results[name] = {
-            "batches_per_sec": run.steps / (total_ns / 1e9) if run.steps and total_ns > 0 else None,
-            "steps": run.steps,
-            "stop_reason": run.stop_reason,
-            "error": None if run.error is None else f"{run.error.type}: {run.error.message.splitlines()[0][:160]}",
-            "warmup_fill_s": fill_s,
-        }
-    return {"info": info, "baselines": results}
+    expert = build(module.expert_dataset)
+    if hasattr(module, "EXPERT_WARMUP_BATCHES"):  # e.g. one epoch, so the expert's cache is full (tuned's is)
+        expert = _filled(expert, module.EXPERT_WARMUP_BATCHES)
+    tuned_dataset, not_rebuilt = rebuild_tuned(build(module.make_dataset), found["tuning"], max_seconds,
+                                               _rate(data, "input_only"))
+    step_kwargs: dict[str, Any] = {"batch_format": info["batch_format"]}
+    if info["step"] == "model":
+        step_kwargs["model"] = module.make_model()
+    else:
+        step_kwargs["step"] = module.make_step()
+    plan = ComparePlan(max_seconds=compare_seconds, kinds=(FED,))
+    out: dict[str, Any] = {"info": info, "not_rebuilt": not_rebuilt}
+    for name, baseline in (("vs_expert", expert), ("vs_autotune", autotune_only())):
+        comparison = compare(baseline, tuned_dataset, plan=plan, label_a=name[3:], label_b="tuned", **step_kwargs)
+        out[name] = _interval(comparison)
+    return out
 
 
 # -- running one scenario -------------------------------------------------------------------
@@ -269,27 +311,22 @@ def cpu_lock(enabled: bool):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def run_scenario(path: str, max_seconds: float, lock: bool, keep_dir: str | None) -> dict[str, Any]:
-    """One scenario: baselines, then the diagnosis. `lock`: take the CPU lock around it."""
+def run_scenario(path: str, max_seconds: float, compare_seconds: float, lock: bool,
+                 keep_dir: str | None) -> dict[str, Any]:
+    """One scenario: the diagnosis, then (for a diagnosis that ran its tuned mode) the tuned
+    pipeline compared with the expert's and with AUTOTUNE-only. `lock`: take the CPU lock around it."""
     name = os.path.splitext(os.path.basename(path))[0]
     row: dict[str, Any] = {"scenario": name, "path": os.path.relpath(path, ROOT)}
     with tempfile.TemporaryDirectory(prefix="pipediag-accuracy-") as tmp, cpu_lock(lock):
-        baselines_json = os.path.join(tmp, "baselines.json")
-        measured = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), "--measure", path, "--max-seconds", str(max_seconds),
-             "--out", baselines_json],
-            capture_output=True, text=True, env=child_env(), cwd=ROOT,
-        )
-        if measured.returncode != 0 or not os.path.exists(baselines_json):
-            row["error"] = "baselines failed: " + _tail(measured.stderr)
+        described = subprocess.run([sys.executable, os.path.abspath(__file__), "--describe", path],
+                                   capture_output=True, text=True, env=child_env(), cwd=ROOT)
+        if described.returncode != 0:  # read in a child: importing a scenario imports its framework
+            row["error"] = "loading the scenario failed: " + _tail(described.stderr)
             return row
-        with open(baselines_json) as f:
-            base = json.load(f)
-        row["expected"] = base["info"]["expected"]
-        row["baselines"] = base["baselines"]
-
+        info = json.loads(described.stdout.strip().splitlines()[-1])
+        row["expected"] = info["expected"]
         json_path = os.path.join(keep_dir or tmp, f"{name}.json")
-        cmd = diagnose_command(row["path"], base["info"], max_seconds, json_path)
+        cmd = diagnose_command(row["path"], info, max_seconds, json_path)
         row["command"] = " ".join(["python"] + cmd[1:-2])  # without the temporary --json path
         start = time.monotonic()
         result = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), cwd=ROOT)
@@ -300,7 +337,21 @@ def run_scenario(path: str, max_seconds: float, lock: bool, keep_dir: str | None
             return row
         with open(json_path) as f:
             row["found"] = read_diagnosis(json.load(f))
-    row["judged"] = judge(row["expected"], row["found"])
+        row["judged"] = judge(row["expected"], row["found"])
+        row["ratios"] = None
+        if row["found"]["tuned"] is None:
+            return row
+        ratios_json = os.path.join(tmp, "ratios.json")
+        measured = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--ratios", path, "--diagnosis", json_path,
+             "--max-seconds", str(max_seconds), "--compare-seconds", str(compare_seconds), "--out", ratios_json],
+            capture_output=True, text=True, env=child_env(), cwd=ROOT,
+        )
+        if measured.returncode != 0 or not os.path.exists(ratios_json):
+            row["ratios_error"] = "comparing tuned with expert and AUTOTUNE failed: " + _tail(measured.stderr)
+            return row
+        with open(ratios_json) as f:
+            row["ratios"] = json.load(f)
     return row
 
 
@@ -321,14 +372,33 @@ def _mark(ok: bool | None) -> str:
     return "—" if ok is None else ("✓" if ok else "✗")
 
 
+def _ratio_of(r: dict[str, Any], name: str) -> dict[str, Any] | None:
+    ratios = r.get("ratios") or {}
+    iv = ratios.get(name)
+    return iv if iv and iv.get("ratio") else None
+
+
+def _ratio_text(iv: dict[str, Any] | None) -> str:
+    return "—" if iv is None else f"{iv['ratio']:.2f} ({iv['low']:.2f}–{iv['high']:.2f})"
+
+
+def _baseline_rate(r: dict[str, Any], name: str) -> str:
+    ratios = r.get("ratios") or {}
+    iv = ratios.get(name)
+    if not iv:
+        return "—"
+    if iv.get("a_batches_per_sec"):
+        return _num(iv["a_batches_per_sec"])
+    return iv.get("stop_reason") or "—"
+
+
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     out = []
     for r in rows:
         if "error" in r:
-            out.append([r["scenario"], "error", r["error"][:80]] + [""] * 11)
+            out.append([r["scenario"], "error", r["error"][:80]] + [""] * 9)
             continue
-        e, f, j, b = r["expected"], r["found"], r["judged"], r["baselines"]
-        autotune, expert = b["autotune"]["batches_per_sec"], b["expert"]["batches_per_sec"]
+        e, f, j = r["expected"], r["found"], r["judged"]
         stage_found = (f["stage"] or "none") if f["stage_reported"] else "not reported"
         fixes = ", ".join(fx["kind"] for fx in f["fixes"]) or "none"
         if j["wrong_fixes_given"]:
@@ -342,28 +412,46 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
             _num(f["elapsed_s"]),
             _num(f["pipeline"]),
             _num(f["tuned"]),
-            _num(autotune) if autotune else (b["autotune"]["stop_reason"] if b["autotune"]["error"] else "—"),
-            _num(expert) if expert else (b["expert"]["stop_reason"] if b["expert"]["error"] else "—"),
-            _num(_ratio(f["tuned"], expert), 2),
-            _num(_ratio(f["tuned"], autotune), 2),
+            _baseline_rate(r, "vs_expert"),
+            _baseline_rate(r, "vs_autotune"),
+            _ratio_text(_ratio_of(r, "vs_expert")),
+            _ratio_text(_ratio_of(r, "vs_autotune")),
         ])
     return out
 
 
 HEADERS = ["scenario", "bottleneck exp / found", "stage exp / found", "fixes found (right?)", "correct",
-           "verdict s", "pipeline b/s", "tuned b/s", "AUTOTUNE b/s", "expert b/s", "tuned/expert", "tuned/AUTOTUNE"]
+           "verdict s", "pipeline b/s", "tuned b/s", "expert b/s", "AUTOTUNE b/s", "tuned/expert (95%)",
+           "tuned/AUTOTUNE (95%)"]
+
+REWRITES_AUTOTUNE_NEVER_ADDS = ("cache", "interleave", "vectorize_map")
 
 
 def _geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
+def _goal(rows: list[dict[str, Any]], name: str, at_least: float) -> dict[str, Any]:
+    """A ratio goal over rows: met by the point estimate, and which misses or meets the 95%
+    interval itself settles (its high end below the goal: clearly missed)."""
+    measured = [(r["scenario"], iv) for r in rows if (iv := _ratio_of(r, name))]
+    return {
+        "goal": at_least,
+        "n": len(measured),
+        "met": sorted(n for n, iv in measured if iv["ratio"] >= at_least),
+        "missed": sorted(n for n, iv in measured if iv["ratio"] < at_least),
+        "clearly_missed": sorted(n for n, iv in measured if iv["high"] < at_least),
+        "not_measured": sorted(r["scenario"] for r in rows if _ratio_of(r, name) is None),
+        "geomean": _geomean([iv["ratio"] for _, iv in measured]),
+        "min": min((iv["ratio"] for _, iv in measured), default=None),
+    }
+
+
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in rows if "judged" in r]
     input_rows = [r for r in ok if r["expected"]["bottleneck"] == "input"]
-    vs_expert = [x for r in input_rows if (x := _ratio(r["found"]["tuned"], r["baselines"]["expert"]["batches_per_sec"]))]
-    vs_autotune = [x for r in input_rows
-                   if (x := _ratio(r["found"]["tuned"], r["baselines"]["autotune"]["batches_per_sec"]))]
+    rewritten = [r for r in input_rows
+                 if any(c["applied"] and c["kind"] in REWRITES_AUTOTUNE_NEVER_ADDS for c in r["found"]["tuning"])]
     times = [r["found"]["elapsed_s"] for r in ok if r["found"]["elapsed_s"] is not None]
     staged = [r for r in ok if r["judged"]["stage_ok"] is not None]
     return {
@@ -377,13 +465,21 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "median_verdict_s": statistics.median(times) if times else None,
         "max_verdict_s": max(times) if times else None,
         "input_scenarios": len(input_rows),
-        "tuned_over_expert_geomean": _geomean(vs_expert),
-        "tuned_over_expert_min": min(vs_expert) if vs_expert else None,
-        "tuned_over_autotune_geomean": _geomean(vs_autotune),
-        "tuned_over_autotune_min": min(vs_autotune) if vs_autotune else None,
-        "tuned_over_expert_n": len(vs_expert),
-        "tuned_over_autotune_n": len(vs_autotune),
+        "tuned_vs_expert": _goal(input_rows, "vs_expert", 0.95),
+        "tuned_vs_autotune": _goal(input_rows, "vs_autotune", 1.0),
+        "tuned_vs_autotune_rewritten": _goal(rewritten, "vs_autotune", 1.2),
     }
+
+
+def _goal_line(title: str, g: dict[str, Any]) -> str:
+    text = (f"{title} (≥ {g['goal']:g}×): met {len(g['met'])} of {g['n']}; geometric mean {_num(g['geomean'], 2)}, "
+            f"min {_num(g['min'], 2)}")
+    if g["missed"]:
+        text += f"; below: {', '.join(g['missed'])}"
+        text += f" (interval wholly below: {', '.join(g['clearly_missed']) or 'none'})"
+    if g["not_measured"]:
+        text += f"; not measured: {', '.join(g['not_measured'])}"
+    return text
 
 
 def totals_lines(t: dict[str, Any]) -> list[str]:
@@ -393,10 +489,10 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"stage {t['stage_correct']}/{t['stage_judged']} judged, fixes {t['fixes_correct']}/{n}"
         + (f", {t['errors']} failed to run" if t["errors"] else "") + ")",
         f"time to verdict: median {_num(t['median_verdict_s'])} s, max {_num(t['max_verdict_s'])} s",
-        f"input-bound scenarios ({t['input_scenarios']}): tuned/expert geometric mean "
-        f"{_num(t['tuned_over_expert_geomean'], 2)} (min {_num(t['tuned_over_expert_min'], 2)}, "
-        f"n={t['tuned_over_expert_n']}); tuned/AUTOTUNE geometric mean {_num(t['tuned_over_autotune_geomean'], 2)} "
-        f"(min {_num(t['tuned_over_autotune_min'], 2)}, n={t['tuned_over_autotune_n']})",
+        f"input-bound scenarios: {t['input_scenarios']}",
+        _goal_line("tuned/expert", t["tuned_vs_expert"]),
+        _goal_line("tuned/AUTOTUNE-only, never slower", t["tuned_vs_autotune"]),
+        _goal_line("tuned/AUTOTUNE-only where cache, interleave or vectorizing applied", t["tuned_vs_autotune_rewritten"]),
     ]
 
 
@@ -451,10 +547,13 @@ def markdown(rows: list[dict[str, Any]], t: dict[str, Any], meta: dict[str, Any]
         f"- pipediag at commit {meta['machine']['git_commit']}",
         f"- command: `{meta['command']}` (each mode capped at {meta['max_seconds']:g} s; "
         f"total run {meta['total_s']:.0f} s)",
-        "- throughputs are training steps per second (batches/s) with the scenario's own step; pipeline and "
-        "tuned come from the diagnosis, AUTOTUNE-only and expert from the same mode runner in a separate "
-        "process right before it; numbers from different processes on a shared machine can differ by more "
-        "than their intervals (other work may run beside the benchmark)",
+        "- throughputs are training steps per second (batches/s) with the scenario's own step. pipeline and "
+        "tuned b/s come from the diagnosis. The ratios come from `pipediag.compare` in a second process right "
+        "after it: the diagnosis' tuned pipeline (rebuilt from its applied changes by pipediag's tuning code) "
+        "against the scenario's expert pipeline, and against AUTOTUNE-only (the user's pipeline with autotune "
+        "options and a final prefetch), feeding the same step in interleaved rounds (fed turns only, each "
+        f"comparison capped at {meta['compare_seconds']:g} s); each ratio is the geometric mean of the rounds' "
+        "ratios with its 95% interval, and expert/AUTOTUNE b/s are those comparisons' own rates",
         "",
         "| " + " | ".join(HEADERS) + " |",
         "|" + "---|" * len(HEADERS),
@@ -483,10 +582,18 @@ def markdown(rows: list[dict[str, Any]], t: dict[str, Any], meta: dict[str, Any]
             lines.append(f"- wrong fixes given: {', '.join(j['wrong_fixes_given'])}")
         if not j["right_fixes_given"] and r["expected"]["right_fixes"]:
             lines.append(f"- none of the right fixes given ({', '.join(r['expected']['right_fixes'])})")
-        for name in ("autotune", "expert"):
-            b = r["baselines"][name]
-            if b["error"]:
-                lines.append(f"- {name}: stopped ({b['stop_reason']}): {b['error']}")
+        ratios = r.get("ratios")
+        if r.get("ratios_error"):
+            lines.append(f"- {r['ratios_error']}")
+        elif ratios is None:
+            lines.append("- no tuned mode ran: nothing to compare")
+        else:
+            if ratios["not_rebuilt"]:
+                lines.append(f"- not rebuilt for the comparisons: {', '.join(ratios['not_rebuilt'])}")
+            for name, label in (("vs_expert", "expert"), ("vs_autotune", "AUTOTUNE-only")):
+                iv = ratios[name]
+                lines.append(f"- tuned vs {label}: {_ratio_text(iv if iv.get('ratio') else None)}, "
+                             f"{iv['rounds'] or 0} rounds, stopped: {iv['stop_reason']}, {iv['elapsed_s']:.0f} s")
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -516,13 +623,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lock-each", action="store_true", help="take the lock per scenario, letting it go in between")
     parser.add_argument("--keep-json", metavar="DIR", help="keep each diagnosis JSON in DIR")
     parser.add_argument("--results", default=RESULTS, help="folder for the result file (default benchmarks/results)")
-    parser.add_argument("--measure", metavar="SCENARIO", help=argparse.SUPPRESS)  # internal: baselines of one
+    parser.add_argument("--compare-seconds", type=float, default=30.0,
+                        help="cap of each comparison of tuned with expert and with AUTOTUNE-only (default 30)")
+    parser.add_argument("--describe", metavar="SCENARIO", help=argparse.SUPPRESS)  # internal: a scenario's info
+    parser.add_argument("--ratios", metavar="SCENARIO", help=argparse.SUPPRESS)  # internal: the comparisons
+    parser.add_argument("--diagnosis", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
-    if args.measure:
+    if args.describe:
+        print(json.dumps(describe(load_scenario(args.describe))))
+        return 0
+    if args.ratios:
         with open(args.out, "w") as f:
-            json.dump(measure_baselines(args.measure, args.max_seconds), f)
+            json.dump(measure_ratios(args.ratios, args.diagnosis, args.max_seconds, args.compare_seconds), f)
         return 0
 
     paths = scenario_paths(args.gpu, args.only.split(",") if args.only else None)
@@ -538,7 +652,8 @@ def main(argv: list[str] | None = None) -> int:
         for path in paths:
             name = os.path.splitext(os.path.basename(path))[0]
             print(f"… {name}", file=sys.stderr, flush=True)
-            rows.append(run_scenario(path, args.max_seconds, lock=lock and args.lock_each, keep_dir=args.keep_json))
+            rows.append(run_scenario(path, args.max_seconds, args.compare_seconds, lock=lock and args.lock_each,
+                                     keep_dir=args.keep_json))
         total_s = time.monotonic() - started
     t = totals(rows)
     render(rows, t)
@@ -549,6 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "command": "python benchmarks/accuracy.py" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip(),
         "max_seconds": args.max_seconds,
+        "compare_seconds": args.compare_seconds,
         "total_s": total_s,
     }
     os.makedirs(args.results, exist_ok=True)

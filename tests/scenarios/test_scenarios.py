@@ -68,16 +68,60 @@ def test_found_stage_reads_where_the_anatomy_puts_it():
     assert accuracy.found_stage({"verdict": {"stage": None}, "anatomy": {"bottleneck_stage": "map(f)"}}) == (True, "map(f)")
 
 
-def test_totals_count_and_ratio():
-    row = {"expected": {"bottleneck": "input"}, "judged": {"correct": True, "bottleneck_ok": True, "stage_ok": None,
-                                                            "fixes_ok": True},
-           "found": {"tuned": 20.0, "elapsed_s": 30.0},
-           "baselines": {"expert": {"batches_per_sec": 10.0}, "autotune": {"batches_per_sec": 40.0}}}
-    t = accuracy.totals([row, {"scenario": "x", "error": "boom"}])
-    assert (t["correct"], t["scenarios"], t["errors"]) == (1, 2, 1)
-    assert t["tuned_over_expert_geomean"] == pytest.approx(2.0)
-    assert t["tuned_over_autotune_geomean"] == pytest.approx(0.5)
+def _row(name, vs_expert, vs_autotune, applied=("parallel_map",)):
+    def iv(ratio, low, high):
+        return {"ratio": ratio, "low": low, "high": high, "rounds": 6, "a_batches_per_sec": 10.0,
+                "b_batches_per_sec": 10.0 * ratio, "stop_reason": "clear", "elapsed_s": 12.0}
+
+    return {"scenario": name, "expected": {"bottleneck": "input", "stage": None},
+            "judged": {"correct": True, "bottleneck_ok": True, "stage_ok": None, "fixes_ok": True,
+                       "wrong_fixes_given": []},
+            "found": {**_found(), "tuned": 20.0, "pipeline": 10.0, "elapsed_s": 30.0,
+                      "tuning": [{"kind": k, "applied": True} for k in applied]},
+            "ratios": {"not_rebuilt": [], "vs_expert": iv(*vs_expert), "vs_autotune": iv(*vs_autotune)}}
+
+
+def test_totals_count_and_judge_each_ratio_goal_with_its_interval():
+    rows = [_row("a", (1.0, 0.95, 1.05), (2.0, 1.8, 2.2), applied=("cache",)),
+            _row("b", (0.93, 0.90, 0.97), (1.1, 1.0, 1.2), applied=("interleave",)),
+            _row("c", (0.5, 0.45, 0.55), (0.98, 0.9, 1.05)),
+            {"scenario": "x", "error": "boom"}]
+    t = accuracy.totals(rows)
+    assert (t["correct"], t["scenarios"], t["errors"], t["input_scenarios"]) == (3, 4, 1, 3)
+    e = t["tuned_vs_expert"]
+    assert e["met"] == ["a"] and e["missed"] == ["b", "c"] and e["clearly_missed"] == ["c"]
+    assert e["geomean"] == pytest.approx((1.0 * 0.93 * 0.5) ** (1 / 3)) and e["min"] == 0.5
+    assert t["tuned_vs_autotune"]["missed"] == ["c"] and t["tuned_vs_autotune"]["clearly_missed"] == []
+    rewritten = t["tuned_vs_autotune_rewritten"]  # only where cache, interleave or vectorizing applied
+    assert rewritten["n"] == 2 and rewritten["met"] == ["a"] and rewritten["missed"] == ["b"]
     assert t["median_verdict_s"] == 30.0
+    lines = accuracy.totals_lines(t)
+    assert "tuned/expert (≥ 0.95×): met 1 of 3" in lines[3] and "interval wholly below: c" in lines[3]
+
+
+def test_rows_without_a_tuned_mode_are_not_measured_and_say_so():
+    row = _row("oom", (1, 1, 1), (1, 1, 1))
+    row["ratios"] = None
+    t = accuracy.totals([row])
+    assert t["tuned_vs_expert"]["n"] == 0 and t["tuned_vs_expert"]["not_measured"] == ["oom"]
+    assert accuracy.table_rows([row])[0][-2:] == ["—", "—"]
+
+
+def test_the_tuned_pipeline_is_rebuilt_from_the_changes_the_diagnosis_applied():
+    tf = pytest.importorskip("tensorflow")
+
+    def noisy(x):
+        return tf.cast(x, tf.float32) + tf.random.uniform([], maxval=0.0)
+
+    ds = tf.data.Dataset.range(64).map(noisy).batch(8)
+    tuning = [{"kind": "parallel_map", "stage": "map(noisy)", "applied": True},
+              {"kind": "prefetch", "stage": "batch(8)", "applied": False},
+              {"kind": "interleave", "stage": "TFRecordDataset(2 files)", "applied": True}]  # not in this pipeline
+    tuned, not_rebuilt = accuracy.rebuild_tuned(ds, tuning, max_seconds=5.0, input_batches_per_sec=100.0)
+    from pipediag.builder.graph import PipelineGraph
+
+    assert [s.kind for s in PipelineGraph.from_dataset(tuned).stages()] == ["source", "parallel_map", "batch", "options"]
+    assert not_rebuilt == ["interleave@TFRecordDataset(2 files)"]
 
 
 def test_there_are_enough_scenarios():

@@ -10,9 +10,10 @@ Expected answer and why:
 - bottleneck `input`: the input alone delivers fewer batches than the step takes.
 - stage `parallel_map(decode_and_augment)`.
 - CPU: saturated.
-- right: `tf_data_service` (move the decoding to more machines). The expert version, on this
-  host, decodes only the crop window (`tf.image.decode_and_crop_jpeg`): ~4x fewer pixels per
-  image. That needs a code change no graph rewrite can make; pipediag has no fix kind for it.
+- right: `decode_crop`: the expert version decodes only the crop window
+  (`tf.image.decode_and_crop_jpeg`), ~4x fewer pixels per image; pipediag makes the same change
+  by rewriting the traced function. `tf_data_service` (move the decoding to more machines) is
+  right too when the cores stay full after that.
 - wrong: `parallel_map` and `prefetch` (already there), `threading` (the cores are busy: more
   threads than cores only queue), `interleave` (one in-memory source), `cache@parallel_map(decode_and_augment)`
   (would freeze the random crops), step-side fixes.
@@ -27,7 +28,7 @@ from _common import STEP_FIXES, Expected, jpeg_bytes
 EXPECTED = Expected(
     bottleneck="input",
     stage="parallel_map(decode_and_augment)",
-    right_fixes=("tf_data_service",),
+    right_fixes=("decode_crop", "tf_data_service"),
     wrong_fixes=("parallel_map", "prefetch", "threading", "interleave", "cache@parallel_map(decode_and_augment)")
     + STEP_FIXES,
 )

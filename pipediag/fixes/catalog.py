@@ -10,7 +10,7 @@ from __future__ import annotations
 FIX_KINDS = (
     "prefetch", "parallel_map", "interleave", "cache", "vectorize_map", "snapshot", "tf_data_service",
     "mixed_precision", "xla", "batch_size", "memory_growth", "threading", "gradient_accumulation", "allocator",
-    "shuffle_buffer",
+    "shuffle_buffer", "decode_crop",
 )
 
 
@@ -53,6 +53,7 @@ def title(kind: str, stage: str | None, framework: str | None = None, python: bo
         "gradient_accumulation": "Accumulate gradients over smaller batches (same effective batch, less memory)",
         "allocator": "Let JAX use more of the GPU's memory (it reserves 75% by default)",
         "shuffle_buffer": "Shuffle with a smaller buffer, and get the randomness from the file order",
+        "decode_crop": f"Decode only the crop window:{where} decodes whole JPEGs, then crops",
     }[kind]
 
 
@@ -65,6 +66,7 @@ _STAGE_TITLES = {
     "vectorize_map": lambda s: f"`{s}` runs once per element: batch first, then map whole batches",
     "snapshot": lambda s: f"`{s}`'s output does not fit in memory: snapshot() it to disk",
     "shuffle_buffer": lambda s: f"`{s}` holds too much host memory: shuffle the file order, keep a smaller buffer",
+    "decode_crop": lambda s: f"`{s}` decodes whole JPEGs and keeps a crop: decode only the crop window",
 }
 
 
@@ -144,6 +146,14 @@ def code(kind: str, stage: str | None, **details) -> str:
         return f"ds = ds.{stage or 'map(...)'}.snapshot('/fast/disk/snapshot_dir')  # {note}written once, then read back"
     if kind == "shuffle_buffer":
         return _shuffle_buffer_code(stage, details)
+    if kind == "decode_crop":
+        h, w = details.get("crop_size") or ("CROP_H", "CROP_W")
+        return (
+            f"# in {fn}: instead of decode_jpeg(jpeg, channels=3) followed by random_crop(image, [{h}, {w}, 3])\n"
+            "shape = tf.image.extract_jpeg_shape(jpeg)  # reads the header only\n"
+            f"offset = tf.random.uniform([2], 0, shape[:2] - [{h}, {w}] + 1, dtype=tf.int32)\n"
+            f"image = tf.image.decode_and_crop_jpeg(jpeg, tf.concat([offset, [{h}, {w}]], 0), channels=3)"
+        )
     if kind == "tf_data_service":
         command = details.get("command") or "pipediag scale data.py:make_dataset --workers 1,2,4 --accelerators 1,8"
         return (

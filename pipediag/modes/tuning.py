@@ -18,6 +18,7 @@ from pipediag.builder.dataset import INFINITE, UNKNOWN, cardinality
 from pipediag.builder.functions import UserFunction, user_functions
 from pipediag.builder.graph import GraphError, PipelineGraph
 from pipediag.builder.stages import Stage
+from pipediag.modes import decode_crop
 from pipediag.modes import tuning_rules as rules
 from pipediag.modes.changes import Change
 from pipediag.modes.checks import compare_values
@@ -192,6 +193,21 @@ def _estimate_cache(graph: PipelineGraph, point: rules.CachePoint, final_batches
     return rules.CacheEstimate(point.node, int(elements), per_element, fill)
 
 
+def _decode_crop_changes(graph: PipelineGraph, stages: list[Stage]) -> list[Change]:
+    changes = []
+    for s in stages:
+        if s.kind not in ("map", "parallel_map"):
+            continue
+        found = decode_crop.find_in_stage(graph, s.node)
+        if found is None:
+            continue
+        if isinstance(found, decode_crop.Site):
+            changes.append(rules.decode_crop_change(s, None, found.crop_size))
+        else:
+            changes.append(rules.decode_crop_change(s, found))
+    return changes
+
+
 def plan_tuning(
     dataset,
     facts: rules.TuningFacts,
@@ -212,6 +228,7 @@ def plan_tuning(
     changes: list[Change] = []
     changes += rules.parallel_map_changes(stages, facts)
     changes += rules.interleave_changes(stages)
+    changes += _decode_crop_changes(graph, stages)
     cache = None
     point = rules.cache_point(stages)
     if point is not None and point.already_cached:
@@ -255,6 +272,13 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
         if change.kind == "parallel_map":
             _make_parallel_map(graph, change.node)
             outcome(change)
+        elif change.kind == "decode_crop":
+            site = decode_crop.find_in_stage(graph, change.node)
+            if isinstance(site, decode_crop.Site):
+                decode_crop.rewrite(graph, change.node, site)
+                outcome(change)
+            else:
+                outcome(change.skipped(site or "its decode_jpeg was not found again"))
         elif change.kind == "interleave" and stages[change.node].kind == "interleave":
             _make_parallel_interleave(graph, change.node)
             outcome(change)

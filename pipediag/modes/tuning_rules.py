@@ -18,6 +18,9 @@ Pure: stages in, `Change`s out. The rules, and why:
 - A final `prefetch(AUTOTUNE)` is added when the pipeline does not end with one.
 - When the CPUs sat idle while the step waited for input (latency-bound reads), the private
   threadpool is raised so AUTOTUNE can run more calls in flight than there are cores.
+- A map that decodes a whole JPEG and then crops it (`decode_jpeg` then `random_crop` or a slice)
+  decodes only the window instead (`decode_and_crop_jpeg`, the offset from the JPEG's header,
+  the window widened by one MCU so that its pixels are exactly the full decode's).
 - A deterministic `map` directly followed by `batch` may run on whole batches instead (batch
   first, then map: one call per batch instead of one per element). Offered only for maps that
   draw no random numbers (per-batch draws would differ from per-element ones), call no Python
@@ -121,6 +124,21 @@ class CachePoint:
     def already_cached(self) -> bool:
         """The pipeline's own cache follows the deepest deterministic stage: nothing left to cache."""
         return self.existing is not None and self.existing.index > self.stage.index
+
+
+def decode_crop_change(stage: Stage, not_found: str | None, crop_size: tuple[int, int] | None = None) -> Change:
+    """`not_found`: why the decode-then-crop cannot be rewritten (None: it can)."""
+    change = Change(
+        kind="decode_crop",
+        stage=stage.label,
+        node=stage.node,
+        description=f"{stage.label}: decode only the crop window (decode_and_crop_jpeg) instead of the whole JPEG",
+        applied=True,
+        details={"crop_size": list(crop_size) if crop_size else None},
+    )
+    if not_found is not None:
+        return change.skipped(not_found)
+    return change
 
 
 def cache_point(stages: list[Stage]) -> CachePoint | None:

@@ -208,7 +208,7 @@ def rebuild_tuned(dataset: Any, tuning: list[dict[str, Any]], max_seconds: float
     pipeline. Returns the dataset and any applied change that could not be rebuilt."""
     import psutil
 
-    from pipediag.modes.tuning import build, plan_tuning
+    from pipediag.modes.tuning import build, plan_tuning, prefetch_injected
     from pipediag.modes.tuning_rules import TuningFacts
 
     wanted = {(c["kind"], c["stage"]) for c in tuning if c["applied"]}
@@ -218,6 +218,7 @@ def rebuild_tuned(dataset: Any, tuning: list[dict[str, Any]], max_seconds: float
         fill_budget_seconds=max_seconds,
         latency_bound=("threading", None) in wanted,
         map_parallelization_on=dataset.options().experimental_optimization.map_parallelization is not False,
+        prefetch_injected=prefetch_injected(dataset.options()),
     )
     plan = plan_tuning(dataset, facts, input_batches_per_sec=input_batches_per_sec)
     keys = [c.key for c in plan.candidates if (c.kind, c.stage) in wanted]

@@ -149,7 +149,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     from pipediag.modes.ablation import Reference, TuningOutcome, tune_with_ablation
     from pipediag.modes.checks import is_deterministic
     from pipediag.modes.feeds import BatchFeed, constant_feed
-    from pipediag.modes.tuning import plan_tuning
+    from pipediag.modes.tuning import plan_tuning, prefetch_injected
     from pipediag.modes.tuning_rules import TuningFacts
     from pipediag.modes.waterfall import THOROUGH, WaterfallRule, measure_anatomy
     from pipediag.steps.device_memory import DeviceMemory
@@ -240,6 +240,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
             fill_budget_seconds=rule.max_seconds,
             latency_bound=side is not None and classify_cpu(side).kind == "idle",
             map_parallelization_on=dataset.options().experimental_optimization.map_parallelization is not False,
+            prefetch_injected=prefetch_injected(dataset.options()),
         )
         plan = plan_tuning(dataset, facts, input_batches_per_sec=input_side.batches_per_sec, clock_ns=clock_ns)
         state.candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]

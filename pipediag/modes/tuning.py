@@ -193,6 +193,12 @@ def _estimate_cache(graph: PipelineGraph, point: rules.CachePoint, final_batches
     return rules.CacheEstimate(point.node, int(elements), per_element, fill)
 
 
+def prefetch_injected(options) -> bool:
+    """Will TensorFlow end a synchronous pipeline with an autotuned prefetch of its own? Its
+    inject_prefetch optimization does, unless turned off, whenever autotune is on."""
+    return options.experimental_optimization.inject_prefetch is not False and options.autotune.enabled is not False
+
+
 def _decode_crop_changes(graph: PipelineGraph, stages: list[Stage]) -> list[Change]:
     changes = []
     for s in stages:
@@ -240,7 +246,7 @@ def plan_tuning(
     functions = user_functions(dataset)
     for change in rules.vectorize_changes(stages, rules.cached_upto(stages, point, cache)):
         changes.append(_check_vectorize(graph, change, functions) if change.applied else change)
-    changes.append(rules.prefetch_change(stages))
+    changes.append(rules.prefetch_change(stages, facts))
     changes.append(rules.threading_change(facts))
     return TuningPlan(dataset, graph, stages, facts, changes, functions)
 

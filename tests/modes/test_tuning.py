@@ -228,3 +228,29 @@ def test_plan_then_build_any_subset():
         ("parallel_map", False), ("prefetch", True)]
     assert [s.kind for s in PipelineGraph.from_dataset(only_prefetch.dataset).stages()] == [
         "source", "repeat", "map", "batch", "prefetch", "options"]
+
+
+INJECTED = TuningFacts(cores=2, ram_budget_bytes=2**30, fill_budget_seconds=10, latency_bound=False,
+                       prefetch_injected=True)
+
+
+def test_no_explicit_prefetch_where_tensorflow_injects_one():
+    tuned = tune(tf.data.Dataset.range(64).map(noisy).batch(8), INJECTED, input_batches_per_sec=100)
+    prefetch = next(c for c in tuned.changes if c.kind == "prefetch")
+    assert not prefetch.applied and "inject_prefetch" in prefetch.reason
+    assert "prefetch" not in [s.kind for s in PipelineGraph.from_dataset(tuned.dataset).stages()]
+
+
+def test_a_prefetch_where_the_pipeline_ends_asynchronously_or_injection_is_off():
+    from pipediag.modes.tuning import prefetch_injected
+
+    ends_parallel = tf.data.Dataset.range(64).batch(8).map(noisy, num_parallel_calls=2)
+    assert next(c for c in tune(ends_parallel, INJECTED, input_batches_per_sec=100).changes
+                if c.kind == "prefetch").applied
+    options = tf.data.Options()
+    assert prefetch_injected(options)
+    options.experimental_optimization.inject_prefetch = False
+    assert not prefetch_injected(options)
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    assert not prefetch_injected(options)

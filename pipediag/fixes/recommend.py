@@ -155,11 +155,12 @@ def recommend(
                 note = f" (all {len(applied)} changes together; alone, none gained clearly)"
             else:
                 note = f" (measured together with {len(applied) - 1} other change(s))"
+            ci = (together.low, together.high) if together.low is not None and together.high is not None else None
             for c in applied:
                 fixes.append(
                     _fix(
                         c.kind, c.stage,
-                        f"measured: the tuned pipeline ran {together.value:.2f}x the original{note}",
+                        f"measured: the tuned pipeline ran {together.value:.2f}x the original{_interval(ci)}{note}",
                         together.value, (together.low, together.high), **c.details,
                     )
                 )

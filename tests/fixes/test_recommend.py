@@ -32,6 +32,7 @@ def test_measured_fix_names_the_users_stage_and_carries_the_speedup():
     assert fix.code == "ds = ds.map(decode_example, num_parallel_calls=tf.data.AUTOTUNE)"
     assert abs(fix.measured_speedup - 3.1) < 1e-9
     assert fix.basis.startswith("measured: the tuned pipeline ran 3.10x the original")
+    assert fix.basis.endswith(f"(95%: {fix.speedup_ci[0]:.2f}-{fix.speedup_ci[1]:.2f}x)")  # with its interval
 
 
 def test_changes_without_a_measurable_gain_are_tried_not_recommended():

@@ -286,6 +286,13 @@ class PipelineGraph:
         self.nodes[name] = node
         return name
 
+    def add_function(self, function) -> None:
+        """Add a function (a rewritten copy of one of the user's) to the graph's library."""
+        if function.signature.name in self.functions:
+            raise GraphError(f"the pipeline's graph already has a function named {function.signature.name}")
+        self.graph_def.library.function.add().CopyFrom(function)
+        self._reindex()
+
     def consumers(self, name: str) -> list[tuple[object, int]]:
         return [
             (node, i)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipediag.backends.tf import tf
-from pipediag.builder.graph import GraphError, PipelineGraph
+from pipediag.builder.graph import PipelineGraph
 
 _INT32 = 3  # DataType enum values in NodeDef attrs
 _INT64 = 9
@@ -121,13 +121,10 @@ def find_in_stage(graph: PipelineGraph, node: str) -> Site | str | None:
 def rewrite(graph: PipelineGraph, map_node: str, site: Site) -> str:
     """Rewrite a copy of the site's function in `graph` and point `map_node` at it; returns the
     new function's name. The original function is left as it was (other stages may call it)."""
-    library = graph.graph_def.library
     original = graph.functions[site.function]
-    function = library.function.add()
+    function = type(original)()
     function.CopyFrom(original)
     function.signature.name = site.function + _SUFFIX
-    if function.signature.name in graph.functions:
-        raise GraphError(f"{site.function} was already rewritten")
     nodes = {n.name: n for n in function.node_def}
     decode = nodes[site.decode]
     jpeg = decode.input[0]
@@ -217,9 +214,9 @@ def rewrite(graph: PipelineGraph, map_node: str, site: Site) -> str:
     del function.node_def[:]
     function.node_def.extend(keep)
 
+    graph.add_function(function)
     node = graph.nodes[map_node]
     for key in node.attr:
         if node.attr[key].HasField("func") and node.attr[key].func.name == site.function:
             node.attr[key].func.name = function.signature.name
-    graph._reindex()
     return function.signature.name

@@ -255,8 +255,9 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
     """The user's pipeline with the planned changes named by `keys` (Change.key) applied.
 
     Order matters only for node names, and splices keep the names upstream of them: in-place
-    edits of a stage (parallel map, parallel interleave) first, then the file interleave and
-    batch-before-map, then the cache (filled here, once, timed), then the final prefetch."""
+    edits of a stage (parallel map, decode only the crop window, parallel interleave) first, then
+    the file interleave and batch-before-map, then the cache (filled here, once, timed), then the
+    final prefetch."""
     wanted = set(keys)
     chosen = {c.key: c for c in plan.changes if c.applied and c.key in wanted}
     result: dict[str, Change] = {}
@@ -280,11 +281,15 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
             outcome(change)
         elif change.kind == "decode_crop":
             site = decode_crop.find_in_stage(graph, change.node)
-            if isinstance(site, decode_crop.Site):
-                decode_crop.rewrite(graph, change.node, site)
-                outcome(change)
-            else:
+            if not isinstance(site, decode_crop.Site):
                 outcome(change.skipped(site or "its decode_jpeg was not found again"))
+                continue
+            try:
+                decode_crop.rewrite(graph, change.node, site)
+            except GraphError as error:
+                outcome(change.skipped(str(error)))
+            else:
+                outcome(change)
         elif change.kind == "interleave" and stages[change.node].kind == "interleave":
             _make_parallel_interleave(graph, change.node)
             outcome(change)

@@ -128,7 +128,6 @@ def rewrite(graph: PipelineGraph, map_node: str, site: Site) -> str:
     nodes = {n.name: n for n in function.node_def}
     decode = nodes[site.decode]
     jpeg = decode.input[0]
-    added = []
 
     def add(name: str, op: str, inputs: list[str], **attrs) -> str:
         node = function.node_def.add()
@@ -142,38 +141,33 @@ def rewrite(graph: PipelineGraph, map_node: str, site: Site) -> str:
                 node.attr[key].i = value
             else:
                 node.attr[key].CopyFrom(value)
-        added.append(node.name)
         return node.name
 
-    def const(name: str, values: list[int], dtype) -> str:
-        proto = tf.make_tensor_proto(values, dtype=dtype)
+    def out(name: str) -> str:
+        return f"{name}:output:0"  # Const, Slice and ConcatV2 name their output "output"
+
+    def const(name: str, values, dtype) -> str:
         node = add(name, "Const", [], dtype=dtype)
-        function_node = function.node_def[-1]
-        function_node.attr["value"].tensor.CopyFrom(proto)
-        return node
+        function.node_def[-1].attr["value"].tensor.CopyFrom(tf.make_tensor_proto(values, dtype=dtype))
+        return out(node)
+
+    def binary(name: str, op: str, a: str, b: str) -> str:
+        return f"{add(name, op, [a, b], T=tf.int32)}:z:0"  # Sub, AddV2, Maximum, Minimum name their output z
 
     channels = decode.attr["channels"].i
     replaced: dict[str, str] = {}
     for i, shape_name in enumerate(site.shapes):
         dtype = tf.int64 if nodes[shape_name].attr["out_type"].type == _INT64 else tf.int32
         header = add(f"header_{i}", "ExtractJpegShape", [jpeg], output_type=dtype)
-        zero, two = const(f"zero_{i}", [0], tf.int32), const(f"two_{i}", [2], tf.int32)
-        height_width = add(f"height_width_{i}", "Slice", [f"{header}:image_shape:0", f"{zero}:output:0",
-                                                          f"{two}:output:0"], T=dtype, Index=tf.int32)
-        depth = const(f"channels_{i}", [channels], dtype)
-        axis = const(f"axis_{i}", 0, tf.int32)
-        shape = add(f"shape_{i}", "ConcatV2", [f"{height_width}:output:0", f"{depth}:output:0", f"{axis}:output:0"],
-                    N=2, T=dtype, Tidx=tf.int32)
-        replaced[shape_name] = f"{shape}:output:0"
-    def out(name: str) -> str:
-        return f"{name}:output:0"
-
-    def binary(name: str, op: str, a: str, b: str) -> str:
-        return f"{add(name, op, [a, b], T=tf.int32)}:z:0"  # Sub, AddV2, Maximum, Minimum name their output z
+        height_width = add(f"height_width_{i}", "Slice", [f"{header}:image_shape:0", const(f"zero_{i}", [0], tf.int32),
+                                                          const(f"two_{i}", [2], tf.int32)], T=dtype, Index=tf.int32)
+        shape = add(f"shape_{i}", "ConcatV2", [out(height_width), const(f"channels_{i}", [channels], dtype),
+                                               const(f"axis_{i}", 0, tf.int32)], N=2, T=dtype, Tidx=tf.int32)
+        replaced[shape_name] = out(shape)
 
     for i, slice_name in enumerate(site.slices):
         crop = nodes[slice_name]
-        zero, two = out(const(f"zero2_{i}", [0], tf.int32)), out(const(f"two2_{i}", [2], tf.int32))
+        zero, two = const(f"zero2_{i}", [0], tf.int32), const(f"two2_{i}", [2], tf.int32)
 
         def first_two(name: str, ref: str) -> str:
             return out(add(name, "Slice", [ref, zero, two], T=tf.int32, Index=tf.int32))
@@ -182,20 +176,20 @@ def rewrite(graph: PipelineGraph, map_node: str, site: Site) -> str:
         size = first_two(f"size_{i}", crop.input[2])  # [h, w]
         header = add(f"window_header_{i}", "ExtractJpegShape", [jpeg], output_type=tf.int32)
         image_hw = first_two(f"image_hw_{i}", f"{header}:image_shape:0")
-        margin = out(const(f"margin_{i}", list(WINDOW_MARGIN_PX), tf.int32))
+        margin = const(f"margin_{i}", list(WINDOW_MARGIN_PX), tf.int32)
         start = binary(f"start_{i}", "Maximum", binary(f"start_unclipped_{i}", "Sub", begin, margin),
-                       out(const(f"origin_{i}", [0, 0], tf.int32)))
+                       const(f"origin_{i}", [0, 0], tf.int32))
         stop = binary(f"stop_{i}", "Minimum",
                       binary(f"stop_unclipped_{i}", "AddV2", binary(f"end_{i}", "AddV2", begin, size), margin),
                       image_hw)
-        axis = out(const(f"axis2_{i}", 0, tf.int32))
+        axis = const(f"axis2_{i}", 0, tf.int32)
         window = add(f"window_{i}", "ConcatV2", [start, binary(f"window_size_{i}", "Sub", stop, start), axis],
                      N=2, T=tf.int32, Tidx=tf.int32)
         wide = add(f"decode_and_crop_{i}", "DecodeAndCropJpeg", [jpeg, out(window)])
         for key in decode.attr:
             function.node_def[-1].attr[key].CopyFrom(decode.attr[key])
         inner = add(f"inner_begin_{i}", "ConcatV2", [binary(f"inner_{i}", "Sub", begin, start),
-                                                    out(const(f"channel0_{i}", [0], tf.int32)), axis],
+                                                    const(f"channel0_{i}", [0], tf.int32), axis],
                     N=2, T=tf.int32, Tidx=tf.int32)
         # The requested window out of the wider one: the same Slice, on the window's coordinates.
         cropped = add(f"crop_{i}", "Slice", [f"{wide}:image:0", out(inner), crop.input[2]],

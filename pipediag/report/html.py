@@ -70,14 +70,7 @@ def header_section(d: Diagnosis) -> str:
             f'<p class="banner" id="partial">{escape(d.status.upper())}: partial report — it shows what was measured '
             "before the run stopped; modes that did not finish are missing.</p>"
         )
-    facts = []
-    if d.step:
-        facts.append(("step", d.step.description))
-    if d.element:
-        size = f"  ({d.element.batch_bytes / 2**20:.2f} MiB)" if d.element.batch_bytes else ""
-        facts.append(("batch", f"{d.element.structure}{size}"))
-    if d.stages:
-        facts.append(("pipeline", " → ".join(s.label for s in d.stages)))
+    facts = run_facts(d.step, d.element, d.stages)
     if d.cardinality is not None:
         facts.append(("length", f"{d.cardinality} batches" if isinstance(d.cardinality, int) else str(d.cardinality)))
     if d.first_batch_ms is not None:
@@ -349,6 +342,20 @@ def notes_section(d: Diagnosis) -> str | None:
     items = "".join(f'<li class="note">{escape(n)}</li>' for n in notes)
     items += "".join(f"<li><pre>{escape(e)}</pre></li>" for e in errors)
     return f'<h2>Notes</h2><ul id="notes">{items}</ul>'
+
+
+def run_facts(step, element, stages) -> list[tuple[str, str]]:
+    """The step, the batch (with its size) and the pipeline's stages, as facts: the header every
+    page of a run that fed a step starts with."""
+    facts = []
+    if step:
+        facts.append(("step", step.description))
+    if element:
+        size = f"  ({element.batch_bytes / 2**20:.2f} MiB)" if element.batch_bytes else ""
+        facts.append(("batch", f"{element.structure}{size}"))
+    if stages:
+        facts.append(("pipeline", " → ".join(s.label for s in stages)))
+    return facts
 
 
 def environment_facts(env, element_id: str = "environment") -> str:

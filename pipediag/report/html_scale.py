@@ -20,6 +20,7 @@ from pipediag.report.html import (
     notes_list,
     page,
     partial_banner,
+    run_facts,
     stages_table,
     table_head,
 )
@@ -39,14 +40,7 @@ def _ci(m: ModeSummary | None) -> tuple[float, float] | None:
 
 
 def header_section(r: ScaleResult) -> str:
-    facts = []
-    if r.step:
-        facts.append(("step", r.step.description))
-    if r.element:
-        size = f"  ({r.element.batch_bytes / 2**20:.2f} MiB)" if r.element.batch_bytes else ""
-        facts.append(("batch", f"{r.element.structure}{size}"))
-    if r.stages:
-        facts.append(("pipeline", " → ".join(s.label for s in r.stages)))
+    facts = run_facts(r.step, r.element, r.stages)
     if r.service is not None:
         if r.service.kind == "local":
             workers = [s for s in r.service.servers if s.role == "worker"]

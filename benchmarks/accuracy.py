@@ -206,20 +206,11 @@ def rebuild_tuned(dataset: Any, tuning: list[dict[str, Any]], max_seconds: float
     """The diagnosis' tuned pipeline, built again with pipediag's own tuning code: the changes the
     diagnosis applied (kind and stage, from its JSON), planned on this process' copy of the
     pipeline. Returns the dataset and any applied change that could not be rebuilt."""
-    import psutil
-
-    from pipediag.modes.tuning import build, plan_tuning, prefetch_injected
-    from pipediag.modes.tuning_rules import TuningFacts
+    from pipediag.modes.tuning import build, facts_for, plan_tuning
 
     wanted = {(c["kind"], c["stage"]) for c in tuning if c["applied"]}
-    facts = TuningFacts(
-        cores=psutil.cpu_count() or 1,
-        ram_budget_bytes=int(psutil.virtual_memory().available * 0.5),
-        fill_budget_seconds=max_seconds,
-        latency_bound=("threading", None) in wanted,
-        map_parallelization_on=dataset.options().experimental_optimization.map_parallelization is not False,
-        prefetch_injected=prefetch_injected(dataset.options()),
-    )
+    facts = facts_for(dataset, ram_budget_bytes=None, fill_budget_seconds=max_seconds,
+                      latency_bound=("threading", None) in wanted)
     plan = plan_tuning(dataset, facts, input_batches_per_sec=input_batches_per_sec)
     keys = [c.key for c in plan.candidates if (c.kind, c.stage) in wanted]
     tuned = build(plan, keys)

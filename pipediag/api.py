@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-import psutil
-
 from pipediag import stats
 from pipediag.analysis.buffers import shuffle_buffers
 from pipediag.analysis.modes import input_side_cpu, summarize
@@ -149,8 +147,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     from pipediag.modes.ablation import Reference, TuningOutcome, tune_with_ablation
     from pipediag.modes.checks import is_deterministic
     from pipediag.modes.feeds import BatchFeed, constant_feed
-    from pipediag.modes.tuning import plan_tuning, prefetch_injected
-    from pipediag.modes.tuning_rules import TuningFacts
+    from pipediag.modes.tuning import facts_for, plan_tuning
     from pipediag.modes.waterfall import THOROUGH, WaterfallRule, measure_anatomy
     from pipediag.steps.device_memory import DeviceMemory
     from pipediag.steps.make import make_step
@@ -234,14 +231,8 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         measured = summarize(state.runs["pipeline"], log)
         input_side = summarize(state.runs["input_only"], log) if "input_only" in state.runs else measured
         side = input_side_cpu(measured, input_side if "input_only" in state.runs else None)
-        facts = TuningFacts(
-            cores=psutil.cpu_count() or 1,
-            ram_budget_bytes=ram_budget_bytes or int(psutil.virtual_memory().available * 0.5),
-            fill_budget_seconds=rule.max_seconds,
-            latency_bound=side is not None and classify_cpu(side).kind == "idle",
-            map_parallelization_on=dataset.options().experimental_optimization.map_parallelization is not False,
-            prefetch_injected=prefetch_injected(dataset.options()),
-        )
+        facts = facts_for(dataset, ram_budget_bytes=ram_budget_bytes, fill_budget_seconds=rule.max_seconds,
+                          latency_bound=side is not None and classify_cpu(side).kind == "idle")
         plan = plan_tuning(dataset, facts, input_batches_per_sec=input_side.batches_per_sec, clock_ns=clock_ns)
         state.candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
         state.tuning = tuple(plan.changes)

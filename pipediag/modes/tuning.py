@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import psutil
+
 from pipediag.backends.tf import tf
 from pipediag.builder.dataset import INFINITE, UNKNOWN, cardinality
 from pipediag.builder.functions import UserFunction, user_functions
@@ -197,6 +199,21 @@ def prefetch_injected(options) -> bool:
     """Will TensorFlow end a synchronous pipeline with an autotuned prefetch of its own? Its
     inject_prefetch optimization does, unless turned off, whenever autotune is on."""
     return options.experimental_optimization.inject_prefetch is not False and options.autotune.enabled is not False
+
+
+def facts_for(dataset, *, ram_budget_bytes: int | None, fill_budget_seconds: float,
+              latency_bound: bool) -> rules.TuningFacts:
+    """The facts the tuning rules need: the measured ones given, the host's cores, the RAM budget
+    (default: half of the memory available now) and what the dataset's own options turn on."""
+    options = dataset.options()
+    return rules.TuningFacts(
+        cores=psutil.cpu_count() or 1,
+        ram_budget_bytes=ram_budget_bytes or int(psutil.virtual_memory().available * 0.5),
+        fill_budget_seconds=fill_budget_seconds,
+        latency_bound=latency_bound,
+        map_parallelization_on=options.experimental_optimization.map_parallelization is not False,
+        prefetch_injected=prefetch_injected(options),
+    )
 
 
 def _decode_crop_changes(graph: PipelineGraph, stages: list[Stage]) -> list[Change]:

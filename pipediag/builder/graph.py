@@ -206,12 +206,21 @@ class PipelineGraph:
             function=function,
             parallelism=parallelism,
             is_random=bool(ops & _RANDOM_OPS) or any(_is_random_op(o) for o in ops),
+            fixed_order=self._fixed_order(node, kind, functions),
             has_py_function=bool(ops & _PY_OPS),
             writes_state=any(o in _WRITE_OPS or o.startswith(_WRITE_PREFIXES) for o in ops),
             source_files=source_files,
             buffer_size=buffer_size,
             reader=reader,
         )
+
+    def _fixed_order(self, node, kind: str, functions: list[str]) -> bool:
+        """A shuffle that does not reshuffle (`reshuffle_each_iteration=False`): every epoch, and
+        every iterator of the dataset, sees the order its first epoch drew. Not a shuffle that also
+        repeats (its repeat makes the pipeline endless) and not one whose op says nothing."""
+        if kind != "shuffle" or functions or node.op.startswith("ShuffleAndRepeat"):
+            return False
+        return "reshuffle_each_iteration" in node.attr and not node.attr["reshuffle_each_iteration"].b
 
     def _file_count(self, name: str) -> int | None:
         """Number of file names a TensorSliceDataset of strings hands to a reader stage."""

@@ -96,6 +96,9 @@ class Stage:
     function: str | None = None  # the user's Python function it runs (for from_generator: the generator)
     parallelism: int | None = None  # num_parallel_calls / cycle_length; -1 = AUTOTUNE
     is_random: bool = False  # draws random numbers (shuffle, random ops in its function)
+    # A shuffle with reshuffle_each_iteration=False: random once, then the same order every epoch
+    # of the run, so its output is as deterministic as any stage for a cache after it.
+    fixed_order: bool = False
     has_py_function: bool = False  # calls back into Python (tf.py_function, from_generator)
     writes_state: bool = False  # assigns variables or tables: unsafe to run in parallel
     source_files: int | None = None  # for readers whose file list is in the graph

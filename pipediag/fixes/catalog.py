@@ -132,6 +132,9 @@ def code(kind: str, stage: str | None, **details) -> str:
             "                      num_parallel_calls=tf.data.AUTOTUNE)\n"
             "# or: tf.data.TFRecordDataset(filenames, num_parallel_reads=tf.data.AUTOTUNE)"
         )
+    if kind == "cache" and details.get("order_change"):
+        return (f"ds = ds.{stage or 'map(...)'}.cache()  # in memory, before the element shuffle\n"
+                f"# {details['order_change']}")
     if kind == "cache":
         return f"ds = ds.{stage or 'map(...)'}.cache()  # before the first random step; in memory"
     if kind == "vectorize_map" and details.get("python"):

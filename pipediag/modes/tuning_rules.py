@@ -10,11 +10,14 @@ Pure: stages in, `Change`s out. The rules, and why:
 - A file reader given several files (`TFRecordDataset(filenames)`) reads them one after another;
   it becomes a parallel interleave over the files only when a shuffle follows, since records of
   different files then alternate.
-- `cache` goes at the deepest stage before the first random or Python stage, only when that
+- `cache` goes at the deepest stage before the first random or Python stage (a shuffle that does
+  not reshuffle is not random here: every epoch sees its one order), only when that
   point is finite, its estimated size fits the RAM budget and filling it fits the time budget.
   Where TensorFlow cannot tell the length there (a file reader, a filter), one pass over that
   point counts and sizes it, stopped as soon as it passes either budget: a cache fills in one
   pass anyway, so a pass that fits the budgets is exactly the evidence a cache needs.
+  Past a file list shuffled every epoch, a cache goes only when an element shuffle follows the
+  cached work (training stays random), and the change says what changes in the order.
 - A final `prefetch(AUTOTUNE)` is added when the pipeline does not end with one and TensorFlow will
   not add one itself: its `inject_prefetch` optimization (on by default with autotune) ends a
   pipeline whose last stage is synchronous (a batch, a serial map) with an autotuned prefetch, so
@@ -124,6 +127,8 @@ class CachePoint:
     stage: Stage  # the deepest deterministic stage: the cache follows it, and is named after it
     node: str  # the graph node the cache goes after: `stage`'s, or a prefetch right behind it
     existing: Stage | None = None  # a cache() or snapshot() the pipeline already has before the first random stage
+    frozen: Stage | None = None  # a reshuffling shuffle before the cache: its first epoch's order is replayed
+    element_shuffle: Stage | None = None  # the reshuffling shuffle after the cache that keeps epochs random
 
     @property
     def already_cached(self) -> bool:
@@ -146,33 +151,87 @@ def decode_crop_change(stage: Stage, not_found: str | None, crop_size: tuple[int
     return change
 
 
-def cache_point(stages: list[Stage]) -> CachePoint | None:
-    """Where a cache would go: after the deepest stage before the first random, Python or
-    state-writing one, and after any prefetch right behind it (a replay then skips its hand-off
-    too). A cache the pipeline already has does not end the search (tensorflow-datasets caches
-    small datasets after decoding, before its own stages); it is kept in `existing`. None when
-    nothing fits."""
+def _ends_determinism(s: Stage) -> bool:
+    """Stages whose output differs from epoch to epoch, or that cannot be replayed from a cache."""
+    return (s.is_random and not s.fixed_order) or s.has_py_function or s.writes_state or s.kind == "repeat"
+
+
+def reshuffles(s: Stage) -> bool:
+    """A shuffle that draws a new order every epoch (the default `reshuffle_each_iteration=True`)."""
+    return s.kind == "shuffle" and s.is_random and not s.fixed_order and not s.op.startswith("ShuffleAndRepeat")
+
+
+def _deepest(stages: list[Stage]) -> tuple[Stage | None, Stage | None, Stage | None, Stage | None]:
+    """(point, prefetch right behind it, existing cache, the stage that ended the search)."""
     point = existing = after = None
     for s in stages:
-        if s.is_random or s.has_py_function or s.writes_state or s.kind == "repeat":
-            break
+        if _ends_determinism(s):
+            return point, after, existing, s
         if s.kind in ("cache", "snapshot"):
             existing, after = s, None
         elif s.kind in ("prefetch", "options"):
             after = s if after is not None else None
         else:
             point = after = s
-    if point is None or point.kind == "source" and point.op in ("RangeDataset", "TensorSliceDataset", "TensorDataset"):
+    return point, after, existing, None
+
+
+def _in_memory(point: Stage | None) -> bool:
+    return point is None or point.kind == "source" and point.op in ("RangeDataset", "TensorSliceDataset", "TensorDataset")
+
+
+def cache_point(stages: list[Stage]) -> CachePoint | None:
+    """Where a cache would go: after the deepest stage before the first random, Python or
+    state-writing one, and after any prefetch right behind it (a replay then skips its hand-off
+    too). A shuffle that does not reshuffle is not random here: every epoch sees the same order,
+    so a cache past it replays exactly what the pipeline would give. A cache the pipeline already
+    has does not end the search (tensorflow-datasets caches small datasets after decoding, before
+    its own stages); it is kept in `existing`.
+
+    Where nothing but in-memory tensors comes before the first reshuffling shuffle (a file list
+    shuffled every epoch, then read and decoded), the search goes on past that shuffle, but only
+    when the stage that ends it is a second, reshuffling shuffle over the elements: the cache then
+    replays the first epoch's file order and that element shuffle keeps every epoch random (what
+    changes is said in the change). None when nothing fits."""
+    point, after, existing, stop = _deepest(stages)
+    if _in_memory(point) and stop is not None and reshuffles(stop):
+        rest = [s for s in stages if s.index > stop.index]
+        p2, after2, existing2, stop2 = _deepest(rest)
+        if p2 is not None and stop2 is not None and reshuffles(stop2):
+            if existing2 is not None and existing2.index > p2.index:
+                return CachePoint(p2, p2.node, existing2, frozen=stop, element_shuffle=stop2)
+            return CachePoint(p2, (after2 or p2).node, existing2, frozen=stop, element_shuffle=stop2)
+    if _in_memory(point):
         return None  # caching in-memory tensors gains nothing
     if existing is not None and existing.index > point.index:
         return CachePoint(point, point.node, existing)
     return CachePoint(point, (after or point).node, existing)
 
 
+def order_change(point: CachePoint, elements: int | None) -> str | None:
+    """What a cache past a reshuffling shuffle changes in the order training sees, or None."""
+    if point.frozen is None or point.element_shuffle is None:
+        return None
+    shuffle = point.element_shuffle
+    text = (f"the cache replays the order {point.frozen.label} drew in the first epoch; later epochs are "
+            f"reordered only by {shuffle.label}")
+    reach = shuffle.buffer_size
+    if reach is not None and reach > 0 and elements is not None and reach >= elements:
+        return text + (f", whose buffer holds all {elements} elements: every epoch is still a uniformly random "
+                       "order, nothing changes")
+    if reach is not None and reach > 0 and elements is not None:
+        return text + (f", which mixes within {reach} of the {elements} elements: what came late in the first "
+                       "epoch stays late-ish (the file order of later epochs no longer changes)")
+    return text + ": the file order of later epochs no longer changes"
+
+
 def cache_change(point: CachePoint, estimate: CacheEstimate, facts: TuningFacts) -> Change:
     description = f"cache() after {point.stage.label} (the last deterministic stage), in memory"
     if point.existing is not None and not point.already_cached:
         description += f"; the pipeline's own {point.existing.label} comes earlier, so the stages after it run every epoch"
+    order = order_change(point, estimate.elements)
+    if order is not None:
+        description += f"; {order}"
     change = Change(
         kind="cache",
         stage=point.stage.label,
@@ -184,6 +243,7 @@ def cache_change(point: CachePoint, estimate: CacheEstimate, facts: TuningFacts)
             "estimated_bytes": estimate.total_bytes,
             "estimated_fill_seconds": estimate.fill_seconds,
             "elements_from": "one counting pass" if estimate.counted else "cardinality",
+            **({"order_change": order} if order is not None else {}),
         },
     )
     if estimate.elements is None:

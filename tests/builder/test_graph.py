@@ -174,3 +174,10 @@ def test_user_functions_are_found_by_their_graph_name():
     assert found[name].python is decode_example
     assert found[name].input_structure == tf.TensorSpec([], tf.int64)
     assert len(found) == 2
+
+
+def test_a_shuffle_that_does_not_reshuffle_has_a_fixed_order():
+    ds = tf.data.Dataset.range(10).shuffle(10, reshuffle_each_iteration=False).shuffle(5).repeat()
+    fixed, reshuffled = [s for s in PipelineGraph.from_dataset(ds).stages() if s.kind == "shuffle"]
+    assert fixed.is_random and fixed.fixed_order
+    assert reshuffled.is_random and not reshuffled.fixed_order

@@ -254,3 +254,25 @@ def test_a_prefetch_where_the_pipeline_ends_asynchronously_or_injection_is_off()
     options = tf.data.Options()
     options.autotune.enabled = False
     assert not prefetch_injected(options)
+
+
+def test_a_cache_goes_past_a_shuffle_that_does_not_reshuffle_and_gives_the_same_epochs():
+    ds = tf.data.Dataset.range(64).shuffle(64, seed=5, reshuffle_each_iteration=False).map(decode).batch(8)
+    tuned = tune(ds, FACTS, input_batches_per_sec=100)
+    cache = next(c for c in tuned.changes if c.kind == "cache")
+    assert cache.applied and cache.stage == "batch(8)"
+    first, second = list(tuned.dataset.as_numpy_iterator()), list(tuned.dataset.as_numpy_iterator())
+    original = list(ds.as_numpy_iterator())
+    assert [b.tolist() for b in first] == [b.tolist() for b in second] == [b.tolist() for b in original]
+
+
+def test_a_cache_past_a_file_shuffle_keeps_the_element_shuffle_after_it_and_says_what_changes():
+    ds = tf.data.Dataset.range(64).shuffle(64).map(decode).shuffle(16).batch(8)
+    tuned = tune(ds, FACTS, input_batches_per_sec=100)
+    cache = next(c for c in tuned.changes if c.kind == "cache")
+    assert cache.applied and cache.stage == "map(decode)"
+    assert "mixes within 16 of the 64 elements" in cache.details["order_change"]
+    kinds = [s.kind for s in PipelineGraph.from_dataset(tuned.dataset).stages()]
+    assert kinds == ["source", "shuffle", "map", "cache", "shuffle", "batch", "prefetch", "options"]
+    epochs = [sorted(np.concatenate(list(tuned.dataset.as_numpy_iterator())).tolist()) for _ in range(2)]
+    assert epochs[0] == epochs[1] == [3.0 * i for i in range(64)]

@@ -75,3 +75,38 @@ def test_a_cache_already_at_the_deepest_point_is_not_cached_again():
     assert point.stage is PARSE and point.already_cached
     change = already_cached_change(point)
     assert not change.applied and change.reason == "the pipeline already caches there (cache right after parallel_map(parse_and_decode))"
+
+
+FILES = stage(0, "source", "TensorSliceDataset")
+FIXED_SHUFFLE = stage(1, "shuffle", "ShuffleDatasetV3", is_random=True, fixed_order=True, buffer_size=1000)
+FILE_SHUFFLE = stage(1, "shuffle", "ShuffleDatasetV3", is_random=True, buffer_size=1000)
+DECODE_FILES = stage(2, "parallel_map", "ParallelMapDatasetV2", function="process_path")
+ELEMENT_SHUFFLE = stage(3, "shuffle", "ShuffleDatasetV3", is_random=True, buffer_size=1000)
+BATCH = stage(4, "batch", "BatchDatasetV2", buffer_size=32)
+
+
+def test_a_shuffle_that_does_not_reshuffle_is_deterministic_for_the_cache():
+    # TensorFlow's image tutorial: files shuffled once (reshuffle_each_iteration=False), decoded, shuffled again
+    point = cache_point([FILES, FIXED_SHUFFLE, DECODE_FILES, ELEMENT_SHUFFLE, BATCH])
+    assert point.stage is DECODE_FILES and point.frozen is None
+    change = cache_change(point, CacheEstimate(DECODE_FILES.node, 3670, 2**16, 5.0), FACTS)
+    assert change.applied and "order_change" not in change.details
+
+
+def test_a_reshuffling_file_shuffle_is_passed_only_when_an_element_shuffle_follows_and_says_what_changes():
+    point = cache_point([FILES, FILE_SHUFFLE, DECODE_FILES, ELEMENT_SHUFFLE, BATCH])
+    assert point.stage is DECODE_FILES and point.frozen is FILE_SHUFFLE and point.element_shuffle is ELEMENT_SHUFFLE
+    small = cache_change(point, CacheEstimate(DECODE_FILES.node, 3670, 2**16, 5.0), FACTS)
+    assert small.applied
+    assert small.details["order_change"] == (
+        "the cache replays the order shuffle(1000) drew in the first epoch; later epochs are reordered only by "
+        "shuffle(1000), which mixes within 1000 of the 3670 elements: what came late in the first epoch stays "
+        "late-ish (the file order of later epochs no longer changes)")
+    whole = cache_change(point, CacheEstimate(DECODE_FILES.node, 800, 2**16, 5.0), FACTS)
+    assert whole.details["order_change"].endswith("whose buffer holds all 800 elements: every epoch is still a "
+                                                  "uniformly random order, nothing changes")
+    # no element shuffle after the decode: a cache would freeze the order of every later epoch
+    assert cache_point([FILES, FILE_SHUFFLE, DECODE_FILES, BATCH]) is None
+    # deterministic work before the reshuffling shuffle: the cache goes there, the order is untouched
+    point = cache_point([READ, PARSE, FILE_SHUFFLE.__class__(**{**FILE_SHUFFLE.to_dict(), "index": 2}), BATCH])
+    assert point.stage is PARSE and point.frozen is None

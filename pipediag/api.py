@@ -327,6 +327,7 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
             stages=state.stages, scale_command=scale_command,
             slow_stage=None if state.anatomy is None else state.anatomy.bottleneck_stage,
         )
+        notes += list(recommendation.withheld)
     return Diagnosis(
         status="complete" if complete else "interrupted",
         target=state.target,

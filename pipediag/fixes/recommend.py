@@ -4,7 +4,9 @@ A fix is *measured* when a run with that change made training faster than the us
 the 95% intervals apart and by at least 5%. With the ablation, that run is the change alone, so
 each fix carries its own speedup (and the report gives all changes together beside it). Without
 one (a single change, or an old report), the tuned mode's speedup is shared by the changes it
-applied, and the basis says so. Changes that were applied but gained nothing are not
+applied, and the basis says so. A speedup is not a gain when the run that measured it fed the step faster
+than free input did (synthetic mode, beyond both intervals: drift) or when the verdict is
+compute-bound (nothing on the input side to gain): it is withheld with that reason. Changes that were applied but gained nothing are not
 recommended: they are listed as tried. A fix that pipediag could not measure says so in
 `basis`, and is offered only when a measurement points at it (the verdict, the CPU pattern, a
 size estimate).
@@ -73,6 +75,9 @@ def _fix(kind: str, stage: str | None, basis: str, speedup=None, ci=None, **deta
 class Recommendation:
     fixes: tuple[Fix, ...]
     tried: tuple[Change, ...]  # applied in the tuned mode without a measurable gain
+    # Speedups that were measured but are not taken as gains, each with the reason (drift above
+    # the free-input ceiling, a compute-bound step): the diagnosis prints them as notes.
+    withheld: tuple[str, ...] = ()
 
 
 def _interval(ci: tuple[float, float] | None) -> str:
@@ -122,6 +127,21 @@ def recommend(
     # the map is parallel): the together run against the run without it says so.
     on_top = [c for c in applied if c not in gains and effects.get(c.key) is not None
               and classify(_without(effects[c.key])) == "gain"]
+    withheld: list[str] = []
+    if ablation is not None:
+        gains, dropped = _believed(gains, lambda c: _alone_rate(ablation, c.key), verdict, modes)
+        withheld += [f"{_what(c)} ran {effects[c.key].speedup:.2f}x the original alone, not taken as a gain: {why}"
+                     for c, why in dropped]
+        on_top, dropped = _believed(on_top, lambda c: _together_rate(ablation, tuned), verdict, modes)
+        withheld += [f"{_what(c)}: all changes together ran {effects[c.key].without_speedup:.2f}x the run without it, "
+                     f"not taken as a gain: {why}" for c, why in dropped]
+    if together_gain:
+        why = gain_doubt(tuned.batches_per_sec, tuned.batches_per_sec_ci, verdict, modes)
+        if why is not None:
+            together_gain = False
+            if not withheld:  # else the changes' own lines above already say it
+                withheld.append(f"the tuned pipeline ran {together.value:.2f}x the original, not taken as a gain: "
+                                f"{why}")
     measured = bool(gains) or bool(on_top) or together_gain
     fixes: list[Fix] = []
     tried: tuple[Change, ...] = ()
@@ -133,7 +153,7 @@ def recommend(
         for b in sorted(shuffle_buffers(stages), key=lambda b: b.total_bytes, reverse=True):
             if budget and (b.stage == verdict.stage or b.total_bytes > SUGGESTED_BUFFER_SHARE * budget):
                 fixes.append(_shuffle_buffer_fix(b, budget, verdict.facts.get("ram_budget_source")))
-        return Recommendation(tuple(fixes), tuple(applied))
+        return Recommendation(tuple(fixes), tuple(applied), tuple(withheld))
     if verdict.bottleneck == "input" or measured:
         if gains or on_top:
             for c in sorted(gains, key=lambda c: effects[c.key].speedup, reverse=True):
@@ -220,7 +240,64 @@ def recommend(
         tried = tuple(applied)
     else:
         tried = tuple(applied)
-    return Recommendation(tuple(fixes), tried)
+    return Recommendation(tuple(fixes), tried, tuple(withheld))
+
+
+def gain_doubt(rate: float | None, rate_ci: tuple[float, float] | None, verdict: Verdict,
+               modes: dict[str, ModeSummary | None]) -> str | None:
+    """Why a measured speedup of an input change is not a gain, or None when nothing explains it
+    away. Two things can: the run fed the step faster than free input did (synthetic mode, the
+    compute ceiling), beyond both 95% intervals, which no input change can do, so the step itself
+    sped up between runs (drift, warm-up, another process finishing); or the verdict says the step
+    is the limit (compute), so that an input change has nothing to gain, and a speedup beside it
+    is drift too (the fed step runs as fast as the free one there, within their intervals)."""
+    synthetic = modes.get("synthetic")
+    if (rate and rate_ci and synthetic is not None and synthetic.batches_per_sec and synthetic.batches_per_sec_ci
+            and rate_ci[0] > synthetic.batches_per_sec_ci[1]):
+        return (f"it fed the step {rate:.1f} batches/s, above the {synthetic.batches_per_sec:.1f} the step ran with free "
+                f"input (synthetic mode; the 95% intervals apart): no input change can beat free input, so the step "
+                "itself ran faster in that run (drift, warm-up or another process stopping)")
+    if verdict.bottleneck == "compute":
+        contended = " and other processes competed for the CPU" if _contention_seen(verdict) else ""
+        return (f"the step itself is the limit (compute-bound){contended}: an input change cannot make training "
+                "faster than free input, so the speedup is drift between runs; re-measure with `pipediag compare` "
+                "(interleaved turns) if it matters")
+    return None
+
+
+def _contention_seen(verdict: Verdict) -> bool:
+    return any("other processes kept" in e for e in verdict.evidence)
+
+
+def _believed(changes: list[Change], rate_of, verdict: Verdict, modes: dict[str, ModeSummary | None]
+              ) -> tuple[list[Change], list[tuple[Change, str]]]:
+    kept, dropped = [], []
+    for c in changes:
+        rate, ci = rate_of(c)
+        why = gain_doubt(rate, ci, verdict, modes)
+        if why is None:
+            kept.append(c)
+        else:
+            dropped.append((c, why))
+    return kept, dropped
+
+
+def _what(c: Change) -> str:
+    return f"{c.kind} at `{c.stage}`" if c.stage else c.kind
+
+
+def _alone_rate(ablation: Ablation, key: str) -> tuple[float | None, tuple[float, float] | None]:
+    run = next((v for v in ablation.variants if v.role == "alone" and v.changes == (key,)), None)
+    if run is None:  # the only change: the together run was it alone
+        run = next((v for v in ablation.variants if v.role == "together"), None)
+    return (None, None) if run is None else (run.batches_per_sec, run.batches_per_sec_ci)
+
+
+def _together_rate(ablation: Ablation, tuned: ModeSummary | None) -> tuple[float | None, tuple[float, float] | None]:
+    run = next((v for v in ablation.variants if v.role == "together"), None)
+    if run is not None:
+        return run.batches_per_sec, run.batches_per_sec_ci
+    return (None, None) if tuned is None else (tuned.batches_per_sec, tuned.batches_per_sec_ci)
 
 
 def _python_fixes(verdict: Verdict, stages: Sequence[Stage], slow_stage: str | None, given: list[Fix]) -> list[Fix]:

@@ -285,3 +285,49 @@ def test_python_that_waits_on_io_gets_no_gil_advice():
     rec = recommend(verdict("input", "partial"), modes(15, 200), [interleave], gpu_present=False, stages=[reader],
                     slow_stage="interleave(read_file)")
     assert [f.kind for f in rec.fixes] == ["interleave"]  # measured at that stage: no Python advice beside it
+
+
+CACHE = Change("cache", "map(decode)", "n", "cache", True)
+
+
+def test_a_gain_above_the_free_input_ceiling_is_drift_not_a_fix():
+    # keras-io audio on the CPU: the cache variant fed the step 1.54x faster than pipeline mode,
+    # and faster than the synthetic run itself, which no input change can do
+    a = ablation([(CACHE, 77.0)], together=77.0)
+    summaries = {**modes(50, 77), "synthetic": summary("synthetic", 52)}
+    rec = recommend(verdict("input", "partial"), summaries, [CACHE], gpu_present=False, ablation=a)
+    assert rec.fixes == () and [c.kind for c in rec.tried] == ["cache"]
+    assert len(rec.withheld) == 1
+    assert rec.withheld[0].startswith("cache at `map(decode)` ran 1.54x the original alone, not taken as a gain: it "
+                                      "fed the step 77.0 batches/s, above the 52.0 the step ran with free input")
+    # without the ablation (one run of all changes) the tuned mode's own rate is judged
+    rec = recommend(verdict("input", "partial"), summaries, [CACHE], gpu_present=False)
+    assert rec.fixes == () and rec.withheld[0].startswith("the tuned pipeline ran 1.54x the original, not taken as a "
+                                                          "gain: it fed the step 77.0 batches/s")
+
+
+def test_a_gain_up_to_the_ceiling_stays_a_fix():
+    a = ablation([(PARALLEL, 155.0), (CACHE, 51.0)], together=160.0)
+    summaries = {**modes(50, 160), "synthetic": summary("synthetic", 162)}
+    rec = recommend(verdict("input", "one_core"), summaries, [PARALLEL, CACHE], gpu_present=False, ablation=a)
+    assert [f.kind for f in rec.fixes] == ["parallel_map"] and rec.withheld == ()
+
+
+def test_an_alone_gain_above_the_ceiling_is_withheld_and_the_others_stay():
+    a = ablation([(PARALLEL, 155.0), (CACHE, 190.0)], together=160.0)
+    summaries = {**modes(50, 160), "synthetic": summary("synthetic", 162)}
+    rec = recommend(verdict("input", "one_core"), summaries, [PARALLEL, CACHE], gpu_present=False, ablation=a)
+    assert [f.kind for f in rec.fixes] == ["parallel_map"]
+    assert rec.withheld[0].startswith("cache at `map(decode)` ran 3.80x the original alone, not taken as a gain: it "
+                                      "fed the step 190.0 batches/s, above the 162.0")
+
+
+def test_a_compute_verdict_offers_no_input_change_as_a_gain_even_when_one_measured_faster():
+    # the same with another process loading the machine: compute (confidence lowered), cache 1.92x
+    a = ablation([(CACHE, 96.0)], together=96.0)
+    summaries = {**modes(50, 96), "synthetic": summary("synthetic", 100, rel_ci=0.2)}
+    contended = Verdict("compute", "low", "h", ("other processes kept 1.2 cores busy during pipeline mode",))
+    rec = recommend(contended, summaries, [CACHE], gpu_present=False, ablation=a)
+    assert [f.kind for f in rec.fixes] == ["xla"] and [c.kind for c in rec.tried] == ["cache"]
+    assert "the step itself is the limit (compute-bound) and other processes competed for the CPU" in rec.withheld[0]
+    assert "pipediag compare" in rec.withheld[0]

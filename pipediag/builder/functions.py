@@ -94,3 +94,104 @@ def generator_names(dataset) -> dict[str, str]:
         if found is not None:
             names[name] = found
     return names
+
+
+# Ops that draw random numbers of the shape given in one of their inputs (that input's index).
+# Other random ops (RandomShuffle, RandomCrop, SampleDistortedBoundingBox, Multinomial, ...) act on
+# the whole tensor they are given: batched, they would act on the whole batch.
+_SHAPED_DRAWS = {
+    "RandomUniform": 0, "RandomUniformInt": 0, "RandomStandardNormal": 0, "TruncatedNormal": 0,
+    "StatelessRandomUniformV2": 0, "StatelessRandomNormalV2": 0, "StatelessTruncatedNormalV2": 0,
+    "StatelessRandomUniformIntV2": 0, "StatelessRandomUniformFullIntV2": 0,
+    "StatefulUniform": 2, "StatefulUniformInt": 2, "StatefulUniformFullInt": 2, "StatefulStandardNormalV2": 2,
+    "StatefulTruncatedNormal": 2,
+}
+# A tf.random.Generator reads and advances its state: those ops draw nothing themselves.
+_RNG_STATE_OPS = {"RngReadAndSkip", "RngSkip"}
+_PASS_THROUGH = {"Identity", "Cast"}
+
+
+def _is_random(op: str) -> bool:
+    return op.startswith(("Random", "Stateful", "Rng", "StatelessRandom")) and not op.startswith(
+        "StatefulPartitionedCall") or op in ("TruncatedNormal", "Multinomial", "SampleDistortedBoundingBox",
+                                             "SampleDistortedBoundingBoxV2", "ParameterizedTruncatedNormal")
+
+
+def _relaxed(structure: Any) -> Any:
+    """The same structure with every tensor of unknown shape, so that `tf.shape(x)` is not folded
+    into a constant when the function is traced (it is, wherever the shape is static)."""
+    return tf.nest.map_structure(
+        lambda spec: tf.TensorSpec(None, spec.dtype) if isinstance(spec, tf.TensorSpec) else spec, structure)
+
+
+def _called(attrs) -> list[str]:
+    names = []
+    for attr in attrs.values():
+        if attr.HasField("func"):
+            names.append(attr.func.name)
+        names.extend(f.name for f in attr.list.func)
+    return names
+
+
+def per_call_draws(function: UserFunction) -> str | None:
+    """None when every random draw of the user's function is shaped like its input: the shape
+    given to `tf.random.uniform` (and kin) is `tf.shape` of a value computed from the function's
+    argument, so on a batch it is still one draw per element. Otherwise why not: a draw of a fixed
+    shape (a scalar coin flip as in `random_flip_left_right`: one per call, so one per batch once
+    batched), a random op that acts on its whole input (`random_crop`, `RandomShuffle`), a draw
+    inside a nested function (a `cond` branch), or a function that cannot be traced for an input
+    of unknown shape (what tells a folded `tf.shape` from a constant)."""
+    try:
+        concrete = tf.function(function.python).get_concrete_function(
+            *_relaxed_args(function.input_structure))
+    except Exception as error:  # noqa: BLE001 - any tracing failure means: cannot tell
+        first = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
+        return f"its random draws cannot be told per element: it does not trace for an input of unknown shape ({first})"
+    graph_def = concrete.graph.as_graph_def()
+    library = {f.signature.name: f for f in graph_def.library.function}
+    for f in library.values():
+        for node in f.node_def:
+            if _is_random(node.op) and node.op not in _RNG_STATE_OPS:
+                return f"it draws random numbers inside a nested function ({node.op} in a cond or loop branch)"
+    nodes = {n.name: n for n in graph_def.node}
+    from_args = _from_args(nodes)
+    for node in graph_def.node:
+        if not _is_random(node.op) or node.op in _RNG_STATE_OPS:
+            continue
+        if node.op not in _SHAPED_DRAWS:
+            return f"{node.op} acts on its whole input: on a batch it would act on the whole batch"
+        shape = _source(nodes, node.input[_SHAPED_DRAWS[node.op]])
+        if shape is None or shape.op != "Shape" or _input_name(shape.input[0]) not in from_args:
+            what = "a constant shape" if shape is not None and shape.op == "Const" else "a shape not taken from its input"
+            return (f"it draws random numbers of {what} ({node.op}): one draw per call, which on a batch would be "
+                    "one per batch, not one per element")
+    return None
+
+
+def _relaxed_args(structure: Any) -> list[Any]:
+    relaxed = _relaxed(structure)
+    return list(relaxed) if isinstance(relaxed, tuple) else [relaxed]
+
+
+def _input_name(ref: str) -> str:
+    return ref.lstrip("^").split(":")[0]
+
+
+def _source(nodes: dict, ref: str):
+    node = nodes.get(_input_name(ref))
+    while node is not None and node.op in _PASS_THROUGH and node.input:
+        node = nodes.get(_input_name(node.input[0]))
+    return node
+
+
+def _from_args(nodes: dict) -> set[str]:
+    """Nodes whose value depends on the function's arguments (placeholders), data inputs only."""
+    out = {name for name, n in nodes.items() if n.op == "Placeholder"}
+    changed = True
+    while changed:
+        changed = False
+        for name, n in nodes.items():
+            if name not in out and any(_input_name(i) in out for i in n.input if not i.startswith("^")):
+                out.add(name)
+                changed = True
+    return out

@@ -49,6 +49,39 @@ def compare_values(expected: list, got: list) -> str | None:
     return "identical values" if exact else f"equal within float rounding (rtol {RTOL:g})"
 
 
+def compare_random_values(expected: list, again: list, got: list) -> str | None:
+    """A random function run element by element twice (`expected`, `again`) and on whole batches
+    (`got`), all on the same input: the parts that came out the same in both element-wise runs
+    are the draws' untouched parts and must equal the batched ones (within float rounding); the
+    parts that differ between them are random and must only agree in shape and type. None when
+    anything disagrees."""
+    if not expected or not (len(expected) == len(again) == len(got)):
+        return None
+    random: set[int] = set()
+    leaves = 0
+    for a, a2, b in zip(expected, again, got):
+        if not same_structure(a, b):
+            return None
+        flat = [tf.nest.flatten(t, expand_composites=True) for t in (a, a2, b)]
+        leaves = len(flat[0])
+        for i, (x, x2, y) in enumerate(zip(*flat)):
+            if getattr(x, "dtype", None) == tf.variant:
+                continue
+            x, x2, y = np.asarray(x), np.asarray(x2), np.asarray(y)
+            if x.shape != y.shape or x.dtype != y.dtype:
+                return None
+            if x.shape == x2.shape and np.array_equal(x, x2):
+                if compare_values([x], [y]) is None:
+                    return None
+            else:
+                random.add(i)
+    if not random:
+        return "no output differed between two element-wise runs, and the batched values equal them"
+    fixed = leaves - len(random)
+    return (f"{len(random)} of {leaves} output(s) differ between two element-wise runs (random): on a batch they "
+            "have the same shapes and types" + (f"; the other {fixed} equal the element-wise values" if fixed else ""))
+
+
 def _shapes(batch) -> list[tuple]:
     return [(tuple(np.shape(t)), str(getattr(t, "dtype", type(t).__name__)))
             for t in tf.nest.flatten(batch, expand_composites=True)]

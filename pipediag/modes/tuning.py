@@ -17,13 +17,13 @@ import psutil
 
 from pipediag.backends.tf import tf
 from pipediag.builder.dataset import INFINITE, UNKNOWN, cardinality
-from pipediag.builder.functions import UserFunction, user_functions
+from pipediag.builder.functions import UserFunction, per_call_draws, user_functions
 from pipediag.builder.graph import GraphError, PipelineGraph
 from pipediag.builder.stages import Stage
 from pipediag.modes import decode_crop
 from pipediag.modes import tuning_rules as rules
 from pipediag.modes.changes import Change
-from pipediag.modes.checks import compare_values
+from pipediag.modes.checks import compare_random_values, compare_values
 
 _SAMPLE_ELEMENTS = 4
 COUNT_CHUNK = 256  # element sizes read per next() in a counting pass
@@ -261,7 +261,8 @@ def plan_tuning(
         cache = rules.cache_change(point, estimate, facts)
         changes.append(cache)
     functions = user_functions(dataset)
-    for change in rules.vectorize_changes(stages, rules.cached_upto(stages, point, cache)):
+    draws = _random_draws(graph, stages, functions)
+    for change in rules.vectorize_changes(stages, rules.cached_upto(stages, point, cache), draws):
         changes.append(_check_vectorize(graph, change, functions) if change.applied else change)
     changes.append(rules.prefetch_change(stages, facts))
     changes.append(rules.threading_change(facts))
@@ -415,6 +416,19 @@ def _vectorize(graph: PipelineGraph, change: Change, functions: dict[str, UserFu
                  structure=function.input_structure)
 
 
+def _random_draws(graph: PipelineGraph, stages: list[Stage], functions: dict[str, UserFunction]) -> dict[str, str | None]:
+    """For each random map right before a batch: why its draws are per call, None when each is
+    shaped like its input (traced again for an input of unknown shape, so `tf.shape` stays an op)."""
+    out: dict[str, str | None] = {}
+    for s, after in zip(stages, stages[1:]):
+        if not s.is_random or s.kind not in ("map", "parallel_map") or after.kind != "batch":
+            continue
+        function = next((functions[n] for n in graph.node_functions(s.node) if n in functions), None)
+        if function is not None:
+            out[s.node] = per_call_draws(function)
+    return out
+
+
 def _check_vectorize(graph: PipelineGraph, change: Change, functions: dict[str, UserFunction]) -> Change:
     """Does the user's function give the same values on whole batches? Checked on the first
     few batches' worth of the real input to the map, taken once and cached, so both versions see
@@ -441,7 +455,15 @@ def _check_vectorize(graph: PipelineGraph, change: Change, functions: dict[str, 
     except (tf.errors.OpError, ValueError, TypeError) as error:
         first = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
         return change.skipped(f"{change.details['function']} does not accept a batch: {type(error).__name__}: {first}")
-    verdict = compare_values(expected, got)
+    if change.details.get("draws") == "per_element":
+        again = _take_all(per_element, VECTORIZE_CHECK_SECONDS)
+        verdict = None if again is None else compare_random_values(expected, again, got)
+        if verdict is None:
+            return change.skipped(f"on a batch, {change.details['function']} gives other shapes, or other values "
+                                  "where its draws do not reach, than element by element")
+        verdict = f"draws shaped like the input (one per element either way); {verdict}"
+    else:
+        verdict = compare_values(expected, got)
     if verdict is None:
         return change.skipped(f"on a batch, {change.details['function']} gives different values than element by element")
     n = len(expected)

@@ -28,11 +28,13 @@ Pure: stages in, `Change`s out. The rules, and why:
 - A map that decodes a whole JPEG and then crops it (`decode_jpeg` then `random_crop` or a slice)
   decodes only the window instead (`decode_and_crop_jpeg`, the offset from the JPEG's header,
   the window widened by one MCU so that its pixels are exactly the full decode's).
-- A deterministic `map` directly followed by `batch` may run on whole batches instead (batch
-  first, then map: one call per batch instead of one per element). Offered only for maps that
-  draw no random numbers (per-batch draws would differ from per-element ones), call no Python
-  and write no state, and whose output is not cached anyway (cached work is done once). Whether
-  the function really is element-wise is checked on real data by the TensorFlow side.
+- A `map` directly followed by `batch` may run on whole batches instead (batch first, then map:
+  one call per batch instead of one per element). Offered only for maps that call no Python and
+  write no state, whose output is not cached anyway (cached work is done once), and that draw
+  random numbers only shaped like their input (`tf.random.uniform(tf.shape(x))`: on a batch still
+  one draw per element); a draw of a fixed shape (the coin flip of `random_flip_left_right`) is
+  one per call, which batched would be one per batch, and stays refused. Whether the function
+  really is element-wise is checked on real data by the TensorFlow side.
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ def parallel_map_changes(stages: list[Stage], facts: TuningFacts) -> list[Change
             changes.append(change.skipped("its function writes state (variables or tables): parallel calls would change results"))
         elif not (s.is_random or s.has_py_function) and facts.map_parallelization_on:
             changes.append(change.skipped("stateless: TensorFlow's map_parallelization already runs it in parallel"))
+        elif s.is_random:
+            changes.append(Change(**{**change.to_dict(), "details": {**change.details, "draws": "per_element"}}))
         else:
             changes.append(change)
     return changes
@@ -344,10 +348,13 @@ def cached_upto(stages: list[Stage], point: CachePoint | None, cache: Change | N
     return max(indices, default=None)
 
 
-def vectorize_changes(stages: list[Stage], cached_upto: int | None = None) -> list[Change]:
+def vectorize_changes(stages: list[Stage], cached_upto: int | None = None,
+                      draws: dict[str, str | None] | None = None) -> list[Change]:
     """Batch-before-map candidates: a map directly followed by a plain batch. Applied ones still
     need the TensorFlow-side check (the function must accept a batch and give the same values).
-    `cached_upto`: the index of the last stage whose output is cached (its work is done once)."""
+    `cached_upto`: the index of the last stage whose output is cached (its work is done once).
+    `draws`: for random maps, stage node -> why its draws are per call (None: every draw is
+    shaped like its input, so one per element on a batch too); a random map not in it is refused."""
     changes = []
     for s, after in zip(stages, stages[1:]):
         if s.kind not in ("map", "parallel_map") or after.op not in VECTORIZE_BATCH_OPS or not s.function:
@@ -361,8 +368,9 @@ def vectorize_changes(stages: list[Stage], cached_upto: int | None = None) -> li
             applied=True,
             details={"batch_node": after.node, "batch_size": size, "function": s.function},
         )
-        if s.is_random:
-            changes.append(change.skipped("it draws random numbers: one draw per batch would differ from one per element"))
+        per_call = (draws or {}).get(s.node, "it draws random numbers: one draw per batch would differ from one per element")
+        if s.is_random and per_call is not None:
+            changes.append(change.skipped(per_call))
         elif s.has_py_function:
             changes.append(change.skipped("it calls Python (tf.py_function), which cannot take a whole batch for it"))
         elif s.writes_state:
@@ -371,6 +379,8 @@ def vectorize_changes(stages: list[Stage], cached_upto: int | None = None) -> li
             changes.append(change.skipped(f"the batch size of {after.label} is not a constant"))
         elif cached_upto is not None and s.index <= cached_upto:
             changes.append(change.skipped("its output is cached: its work is done once, not every epoch"))
+        elif s.is_random:
+            changes.append(Change(**{**change.to_dict(), "details": {**change.details, "draws": "per_element"}}))
         else:
             changes.append(change)
     return changes

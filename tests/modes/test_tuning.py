@@ -276,3 +276,36 @@ def test_a_cache_past_a_file_shuffle_keeps_the_element_shuffle_after_it_and_says
     assert kinds == ["source", "shuffle", "map", "cache", "shuffle", "batch", "prefetch", "options"]
     epochs = [sorted(np.concatenate(list(tuned.dataset.as_numpy_iterator())).tolist()) for _ in range(2)]
     assert epochs[0] == epochs[1] == [3.0 * i for i in range(64)]
+
+
+def scalar_jitter(x):
+    return tf.cast(x, tf.float32) + tf.random.uniform(tf.shape(x), -0.5, 0.5)
+
+
+def jitter_with_label(x):
+    return tf.cast(x, tf.float32) + tf.random.uniform(tf.shape(x)), x * 3
+
+
+def flip(x):
+    return tf.image.random_flip_left_right(tf.fill([2, 2, 1], tf.cast(x, tf.float32)))
+
+
+def test_a_map_whose_draws_follow_its_input_is_batched_first_and_checked():
+    # issue 13: jitter on scalar elements before batch(1024) was refused for drawing random numbers
+    ds = tf.data.Dataset.range(4096).repeat().map(scalar_jitter).batch(1024)
+    change = vectorize_change(tune(ds, FACTS, input_batches_per_sec=100).changes)
+    assert change.applied and change.details["draws"] == "per_element"
+    assert change.details["check"].startswith("checked on the first 3 batch(es) of real input: draws shaped like the "
+                                              "input (one per element either way); 1 of 1 output(s) differ")
+    tuned = tune(ds, FACTS, input_batches_per_sec=100)
+    first = next(iter(tuned.dataset)).numpy()
+    assert first.shape == (1024,) and len(set((first - range(1024)).round(6).tolist())) > 1000  # one draw per element
+
+
+def test_the_parts_a_draw_does_not_reach_must_equal_and_per_call_draws_stay_refused():
+    ds = tf.data.Dataset.range(1000).repeat().map(jitter_with_label).batch(16)
+    change = vectorize_change(tune(ds, FACTS, input_batches_per_sec=100).changes)
+    assert change.applied and change.details["check"].endswith("the other 1 equal the element-wise values")
+    ds = tf.data.Dataset.range(1000).repeat().map(flip).batch(16)
+    change = vectorize_change(tune(ds, FACTS, input_batches_per_sec=100).changes)
+    assert not change.applied and "one draw per call" in change.reason

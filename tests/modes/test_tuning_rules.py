@@ -110,3 +110,17 @@ def test_a_reshuffling_file_shuffle_is_passed_only_when_an_element_shuffle_follo
     # deterministic work before the reshuffling shuffle: the cache goes there, the order is untouched
     point = cache_point([READ, PARSE, FILE_SHUFFLE.__class__(**{**FILE_SHUFFLE.to_dict(), "index": 2}), BATCH])
     assert point.stage is PARSE and point.frozen is None
+
+
+def test_a_random_map_is_batched_first_only_when_its_draws_are_per_element():
+    from pipediag.modes.tuning_rules import vectorize_changes
+
+    jitter = stage(1, "map", "MapDataset", function="jitter", is_random=True)
+    batch = stage(2, "batch", "BatchDatasetV2", buffer_size=1024)
+    stages = [stage(0, "source", "RangeDataset"), jitter, batch]
+    (per_element,) = vectorize_changes(stages, draws={jitter.node: None})
+    assert per_element.applied and per_element.details["draws"] == "per_element"
+    (per_call,) = vectorize_changes(stages, draws={jitter.node: "it draws random numbers of a constant shape"})
+    assert not per_call.applied and per_call.reason == "it draws random numbers of a constant shape"
+    (unknown,) = vectorize_changes(stages)
+    assert not unknown.applied and "one draw per batch" in unknown.reason

@@ -22,11 +22,12 @@ from pipediag.environment import Environment, collect
 from pipediag.errors import UsageError
 from pipediag.fixes.recommend import recommend
 from pipediag.modes.changes import Change
-from pipediag.modes.runner import ModeRun, StopRule, run_mode
+from pipediag.modes.runner import ModeRun, StopRule, longer, run_mode
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
 from pipediag.steps.step import BATCH_FORMATS, Observed, Step
-from pipediag.verdict.rules import classify_cpu, decide
+from pipediag.verdict.edges import Edge, straddling
+from pipediag.verdict.rules import classify_cpu, decide, nothing_left_to_change
 
 
 class Progress(Protocol):
@@ -225,6 +226,20 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
             state.stages, state.anatomy = tuple(result.stages), result.anatomy
         except GraphError as error:
             state.notes.append(f"no anatomy: {error}")
+    edges = [] if oom else _edges_on_the_line(state, sampler.log())
+    if edges:
+        # A verdict reading sat within its run-to-run spread of its threshold: measure the two
+        # modes it compares again, back to back and longer, rather than decide on a coin toss.
+        longer_rule = longer(rule)
+        run("synthetic", constant_feed(first_batch, the_step.info.batch_format), True, mode_rule=longer_rule)
+        feeds["pipeline"] = BatchFeed(dataset, the_step.info.batch_format)
+        run("pipeline", feeds["pipeline"], True, mode_rule=longer_rule)
+        state.notes.append(
+            "a verdict reading sat within its spread of its threshold ("
+            + "; ".join(Edge(**{k: v for k, v in e.items() if k != "straddles"}).text() for e in edges)
+            + f"): synthetic and pipeline modes were measured again, back to back, over {longer_rule.max_seconds:.0f} s "
+            "each, and the verdict uses those runs"
+        )
     if "tuned" in modes and not oom and graph is not None:
         progress.phase("tuning the pipeline")
         log = sampler.log()
@@ -257,6 +272,14 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         state.notes.extend(outcome.notes)
         state.cache_fill_ms = None if outcome.cache_fill_ns is None else outcome.cache_fill_ns / 1e6
         state.tuned_check = None if outcome.tuned_check is None else outcome.tuned_check.text
+
+
+def _edges_on_the_line(state: _Run, log) -> list[dict]:
+    """The verdict's readings that straddle their threshold, judged on the modes run so far."""
+    if "synthetic" not in state.runs or "pipeline" not in state.runs:
+        return []
+    summaries = {name: summarize(run, log) for name, run in state.runs.items()}
+    return straddling(decide(summaries).facts)
 
 
 def _observed(step: Step | None) -> Observed:
@@ -318,6 +341,9 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
                 confidence="low",
                 evidence=verdict.evidence + ("the run was interrupted: this verdict uses only the modes that finished",),
             )
+        verdict = nothing_left_to_change(
+            verdict, [(c.kind, c.stage, c.reason) for c in state.tuning if not c.applied],
+            None if state.candidates is None else len(state.candidates))
         ablation = _ablation(state, summaries)
         recommendation = recommend(
             verdict, summaries, list(state.tuning), ablation=ablation,

@@ -46,6 +46,7 @@ class ModeSummary:
     gpu: GpuWindow | None = None  # the first GPU in detail: util source, GPM, power, clocks, PCIe
     peak_memory: PeakMemory | None = None  # the step's device memory: the framework's peak, else NVML's
     peak_memory_reason: str | None = None  # why peak_memory is None
+    compute_ms_median_ci: tuple[float, float] | None = None  # 95%, order statistics of the step's own times
 
     @property
     def measured(self) -> bool:
@@ -117,7 +118,12 @@ def summarize(run: ModeRun, log: SampleLog) -> ModeSummary:
         gpu=window,
         peak_memory=peak,
         peak_memory_reason=peak_reason,
+        compute_ms_median_ci=_ms_ci(stats.median_ci(run.compute_ns)) if n else None,
     )
+
+
+def _ms_ci(ci: tuple[float, float] | None) -> tuple[float, float] | None:
+    return None if ci is None else (ci[0] / NS_PER_MS, ci[1] / NS_PER_MS)
 
 
 @dataclass(frozen=True)
@@ -157,7 +163,7 @@ def ratio_of(a: float | None, a_ci: tuple[float, float] | None, b: float | None,
 
 def summary_from_dict(d: dict[str, Any]) -> ModeSummary:
     d = {k: v for k, v in d.items() if k != "step_ms"}
-    for key in ("batches_per_sec_ci", "step_ms_median_ci", "cpu_per_core_pct"):
+    for key in ("batches_per_sec_ci", "step_ms_median_ci", "cpu_per_core_pct", "compute_ms_median_ci"):
         if d.get(key) is not None:
             d[key] = tuple(d[key])
     if d.get("error") is not None:

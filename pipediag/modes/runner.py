@@ -16,7 +16,7 @@ of each fetch was exposed; that exposed part is the step's wait.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pipediag import stats
@@ -52,6 +52,17 @@ class StopRule:
     def __post_init__(self) -> None:
         if self.max_seconds <= 0 or self.min_steps < 1 or self.rel_half_width <= 0:
             raise ValueError("StopRule needs max_seconds > 0, min_steps >= 1, rel_half_width > 0")
+
+
+EDGE_WINDOW_FACTOR = 2.0  # how much longer a mode runs again when a reading sat on a threshold
+
+
+def longer(rule: StopRule, factor: float = EDGE_WINDOW_FACTOR) -> StopRule:
+    """The rule for measuring a mode again because a verdict reading sat within its spread of a
+    threshold: a window `factor` times the cap, run to its end (the interval that let the first
+    run stop early was tight enough for the mode, not for the decision). Bounded: once, 2x."""
+    seconds = rule.max_seconds * factor
+    return replace(rule, max_seconds=seconds, min_seconds=seconds, min_steps=int(rule.min_steps * factor))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ Order of the rules (first match wins), each explained in docs/verdict.md:
 2. inconclusive — the modes that decide did not measure enough steps.
 3. input   — the pipeline alone is clearly slower than the free step and the fed step is slowed
              accordingly; or the fed step waited for input >= 20% of the time (high), or >= 5%
-             (moderate); or it did not wait but ran clearly slower beside the pipeline (contention).
+             (moderate); or it did not wait but ran clearly slower beside the pipeline (contention),
+             both readings clear of their line (within its spread: measured longer, then not
+             called, confidence lowered; verdict.edges).
 4. memory  — GPU memory >= 95% full with nothing else limiting: the step's peak against what its
              framework may use (medium), else NVML's device reading (low: preallocation).
 5. host    — with free input the GPU was busy < 50% of the time: per-step overhead; or (GPM) it
@@ -18,13 +20,14 @@ Order of the rules (first match wins), each explained in docs/verdict.md:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pipediag.analysis.buffers import BufferEstimate
 from pipediag.analysis.gpu import Gpm
-from pipediag.analysis.modes import InputSideCpu, ModeSummary, rate_ratio, input_side_cpu
+from pipediag.analysis.modes import InputSideCpu, ModeSummary, Ratio, rate_ratio, input_side_cpu
 from pipediag.verdict import thresholds as T
+from pipediag.verdict.edges import Edge, ratio_interval
 
 # facts["gpu_limit"]: what GPM says limits the step on the GPU, when it could tell.
 GPU_LIMIT_SMALL_KERNELS = "small_kernels"
@@ -239,11 +242,8 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
             "input", confidence, f"{degree} input-bound: the step waits for the next batch",
             tuple(evidence), cpu_pattern=pattern, facts=facts,
         )
-    slowed = (
-        gap is not None and gap.value >= T.GAP_SIGNIFICANT and gap.clearly_above_one
-        and pipeline.compute_ms_median and synthetic.compute_ms_median
-        and pipeline.compute_ms_median >= T.GAP_SIGNIFICANT * synthetic.compute_ms_median
-    )
+    contention = _contention(gap, synthetic, pipeline)
+    slowed = contention is not None and contention.decided
     if slowed and pipeline.cpu_per_core_pct and _idle_cores(pipeline) >= T.CONTENDED_IDLE_CORES:
         # Slower beside the pipeline, yet cores sat idle: nothing competed for them. The step's
         # own speed varied (seen on the H200: a Python-bound step, 14 of 16 cores idle).
@@ -255,7 +255,21 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
             "so confidence is lowered"
         )
         slowed = False
+    elif contention is not None and contention.on_edge:
+        # Neither side of the line is sure: measured longer already (diagnose does, once), so
+        # say how close it was and do not call contention on a reading noise could move.
+        noisy = True
+        facts["edges"] = [e.to_dict() for e in contention.edges]
+        evidence.append(
+            f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
+            f"{synthetic.compute_ms_median:.2f} ms alone; CPU contention is called when both the fed step and the "
+            f"step itself are >= {T.GAP_SIGNIFICANT:.2f}x slower, but "
+            + "; ".join(e.text() for e in contention.edges if e.straddles)
+            + ": within its run-to-run spread of the line, so not decided on it; confidence lowered"
+        )
+        slowed = False
     if slowed:
+        facts["edges"] = [e.to_dict() for e in contention.edges]
         evidence.append(
             f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
             f"{synthetic.compute_ms_median:.2f} ms alone: preprocessing competes with it for the CPU"
@@ -299,6 +313,65 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
         "compute-bound: the step itself is the limit, not the input",
         tuple(evidence), facts=facts,
     )
+
+
+@dataclass(frozen=True)
+class Contention:
+    """The CPU-contention rule's two readings: the fed step against the free one (gap) and the
+    step's own time beside the pipeline against alone, each held to GAP_SIGNIFICANT."""
+
+    gap: Edge
+    step: Edge
+    gap_clear: bool  # the gap's interval lies above 1: the fed step is slower at all
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        return (self.gap, self.step)
+
+    @property
+    def decided(self) -> bool:
+        """Contention, with neither reading within its spread of the line."""
+        return self.gap.above and self.gap_clear and self.step.above and not self.on_edge
+
+    @property
+    def on_edge(self) -> bool:
+        """The fed step is slow enough to ask (at or near the line), the step's own time is at or
+        near the line too, and at least one of the two could fall on the other side next run."""
+        asked = self.gap.above or self.gap.straddles
+        step_near = self.step.above or self.step.straddles
+        return asked and step_near and (self.gap.straddles or self.step.straddles)
+
+
+def _contention(gap: Ratio | None, synthetic: ModeSummary, pipeline: ModeSummary) -> Contention | None:
+    if gap is None or not pipeline.compute_ms_median or not synthetic.compute_ms_median:
+        return None
+    step = ratio_interval(pipeline.compute_ms_median, pipeline.compute_ms_median_ci,
+                          synthetic.compute_ms_median, synthetic.compute_ms_median_ci)
+    return Contention(
+        gap=Edge("cpu_contention", "the fed step's slowdown (synthetic over pipeline rate)", gap.value, gap.low,
+                 gap.high, T.GAP_SIGNIFICANT),
+        step=Edge("cpu_contention", "the step's own time beside the pipeline over alone", step[0], step[1], step[2],
+                  T.GAP_SIGNIFICANT),
+        gap_clear=gap.clearly_above_one,
+    )
+
+
+def nothing_left_to_change(verdict: Verdict, left_out: Sequence[tuple[str, str | None, str]],
+                           candidates: int | None) -> Verdict:
+    """A compute verdict gains, as evidence, that the input side has nothing left to change when
+    the tuning rules found no candidate at all (`candidates` == 0): the pipeline already caches,
+    runs its maps in parallel, batches before its vectorizable maps and overlaps with the step.
+    `left_out`: (kind, stage, reason) of each change the rules left out. A verdict that is not
+    compute, or a run whose tuning was not planned (None), is returned as it is."""
+    if verdict.bottleneck != "compute" or candidates != 0:
+        return verdict
+    reasons = [f"{kind}{f' at `{stage}`' if stage else ''}: {reason}" for kind, stage, reason in left_out
+               if kind != "threading" and reason]
+    text = "no input-side change left to make: pipediag's tuning rules found nothing to change in the pipeline"
+    if reasons:
+        text += " (" + "; ".join(reasons) + ")"
+    return replace(verdict, evidence=verdict.evidence + (text,),
+                   facts={**verdict.facts, "input_changes_left": 0})
 
 
 def _gib(nbytes: float) -> str:

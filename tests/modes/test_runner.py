@@ -254,3 +254,10 @@ def test_an_overlapped_run_round_trips_through_json():
     assert ModeRun.from_dict(run.to_dict()) == run
     with pytest.raises(ValueError, match="not both"):
         run_mode("x", feeder(clock, 0), lambda b: None, RULE, clock_ns=clock, dispatch=device.dispatch)
+
+
+def test_a_mode_measured_again_on_a_threshold_runs_twice_as_long_to_its_end():
+    from pipediag.modes.runner import StopRule, longer
+
+    rule = longer(StopRule(max_seconds=6.0, min_seconds=2.0, min_steps=20))
+    assert (rule.max_seconds, rule.min_seconds, rule.min_steps) == (12.0, 12.0, 40)

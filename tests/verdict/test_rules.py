@@ -306,3 +306,53 @@ def test_without_gpm_the_evidence_says_what_is_unknown():
                      summary("pipeline", 498), summary("input_only", 5000)))
     assert v.bottleneck == "compute" and "gpu_limit" not in v.facts
     assert any(e.startswith("no GPM (GPM is not supported on this GPU)") for e in v.evidence)
+
+
+# -- readings on a threshold: no silent flip ---------------------------------------------------
+
+def contention_modes(step_ms, step_ci, gap_rel_ci=0.03):
+    from dataclasses import replace
+
+    synthetic = replace(summary("synthetic", 27.8, compute_ms=36.0, rel_ci=gap_rel_ci), compute_ms_median_ci=(35.5, 36.5))
+    pipeline = replace(summary("pipeline", 22.2, wait=0.01, compute_ms=step_ms, per_core=[95, 97], rel_ci=gap_rel_ci),
+                       compute_ms_median_ci=step_ci)
+    return modes(synthetic, pipeline, summary("input_only", 600))
+
+
+def test_contention_clear_of_its_line_is_input_bound_and_lists_its_readings():
+    v = decide(contention_modes(48.0, (46.0, 50.0)))
+    assert (v.bottleneck, v.confidence) == ("input", "medium")
+    assert [e["straddles"] for e in v.facts["edges"]] == [False, False]
+
+
+def test_contention_within_its_spread_of_the_line_is_not_called_and_says_how_close():
+    # issue 13 item 5: the step 42 ms beside a cached pipeline vs 36 ms alone, gap 1.25x: input in
+    # one run, compute in two. With the step's interval across 1.15x the verdict does not flip to input.
+    v = decide(contention_modes(42.0, (39.0, 45.0)))
+    assert v.bottleneck == "compute" and v.confidence == "low"
+    text = next(e for e in v.evidence if "CPU contention is called" in e)
+    assert "the step's own time beside the pipeline over alone 1.17x (95%: 1.07-1.27x), above the 1.15x line by 1%" in text
+    assert "not decided on it; confidence lowered" in text
+    assert [e["straddles"] for e in v.facts["edges"]] == [False, True]
+
+
+def test_a_step_clearly_under_the_contention_line_leaves_the_verdict_alone():
+    v = decide(contention_modes(37.0, (36.5, 37.5)))
+    assert (v.bottleneck, v.confidence) == ("compute", "high") and "edges" not in v.facts
+
+
+def test_a_compute_verdict_says_when_the_input_side_has_nothing_left_to_change():
+    from pipediag.verdict.rules import nothing_left_to_change
+
+    v = decide(contention_modes(37.0, (36.5, 37.5)))
+    left_out = [("cache", "map(decode)", "the pipeline already caches there (cache right after map(decode))"),
+                ("prefetch", "prefetch(AUTOTUNE)", "the pipeline already ends with prefetch"),
+                ("threading", None, "the CPUs were busy while the step waited: more threads than cores would not help")]
+    said = nothing_left_to_change(v, left_out, candidates=0)
+    assert said.evidence[-1] == (
+        "no input-side change left to make: pipediag's tuning rules found nothing to change in the pipeline (cache at "
+        "`map(decode)`: the pipeline already caches there (cache right after map(decode)); prefetch at "
+        "`prefetch(AUTOTUNE)`: the pipeline already ends with prefetch)")
+    assert nothing_left_to_change(v, left_out, candidates=1) is v  # something was left to try
+    assert nothing_left_to_change(v, left_out, candidates=None) is v  # no tuning planned
+    assert nothing_left_to_change(decide(contention_modes(48.0, (46.0, 50.0))), left_out, candidates=0).bottleneck == "input"

@@ -274,14 +274,6 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         state.tuned_check = None if outcome.tuned_check is None else outcome.tuned_check.text
 
 
-def _edges_on_the_line(state: _Run, log) -> list[dict]:
-    """The verdict's readings that straddle their threshold, judged on the modes run so far."""
-    if "synthetic" not in state.runs or "pipeline" not in state.runs:
-        return []
-    summaries = {name: summarize(run, log) for name, run in state.runs.items()}
-    return straddling(decide(summaries).facts)
-
-
 def _observed(step: Step | None) -> Observed:
     if step is None or step.observed is None:
         kind = None if step is None else {"keras": "tensorflow", "standin": "tensorflow"}.get(step.info.kind)
@@ -396,3 +388,11 @@ def _ablation(state: _Run, summaries: dict):
     outcome = state.tuning_outcome
     return conclude(pipeline.batches_per_sec, pipeline.batches_per_sec_ci, state.candidates, outcome.variants,
                     outcome.window_s)
+
+
+def _edges_on_the_line(state: _Run, log) -> list[dict]:
+    """The verdict's readings that straddle their threshold, judged on the modes run so far."""
+    if "synthetic" not in state.runs or "pipeline" not in state.runs:
+        return []
+    summaries = {name: summarize(run, log) for name, run in state.runs.items()}
+    return straddling(decide(summaries).facts)

@@ -23,11 +23,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from pipediag.analysis.modes import Ratio
+from pipediag.verdict.edges import Edge, ratio_interval
 from pipediag.analysis.buffers import BufferEstimate
 from pipediag.analysis.gpu import Gpm
-from pipediag.analysis.modes import InputSideCpu, ModeSummary, Ratio, rate_ratio, input_side_cpu
+from pipediag.analysis.modes import InputSideCpu, ModeSummary, rate_ratio, input_side_cpu
 from pipediag.verdict import thresholds as T
-from pipediag.verdict.edges import Edge, ratio_interval
 
 # facts["gpu_limit"]: what GPM says limits the step on the GPU, when it could tell.
 GPU_LIMIT_SMALL_KERNELS = "small_kernels"

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipediag.samples.readings import GpuReading, Sample, SampleLog
+from pipediag.stats import batch_means_ci
 
 UTIL_FROM_DRIVER_SAMPLES = "driver_samples"  # nvmlDeviceGetSamples
 UTIL_FROM_RATES = "utilization_rates"  # nvmlDeviceGetUtilizationRates
@@ -48,6 +49,7 @@ class Gpm:
     fp32_active_pct: float | None
     fp16_active_pct: float | None
     samples: int
+    sm_active_pct_ci: tuple[float, float] | None = None  # 95%, batch means of the samples; None: too few
 
     @property
     def math_active_pct(self) -> float | None:
@@ -74,6 +76,7 @@ class GpuWindow:
     process_memory_max_bytes: int | None
     gpm: Gpm | None
     gpm_reason: str | None  # why gpm is None
+    util_pct_ci: tuple[float, float] | None = None  # 95%, batch means of the readings; None: too few
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -83,7 +86,13 @@ class GpuWindow:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GpuWindow:
         gpm = d.get("gpm")
-        return cls(**{**d, "gpm": None if gpm is None else Gpm(**gpm)})
+        if gpm is not None:
+            gpm = Gpm(**{**gpm, "sm_active_pct_ci": _tuple(gpm.get("sm_active_pct_ci"))})
+        return cls(**{**d, "gpm": gpm, "util_pct_ci": _tuple(d.get("util_pct_ci"))})
+
+
+def _tuple(value) -> tuple[float, float] | None:
+    return None if value is None else (value[0], value[1])
 
 
 def _mean(values: list[float]) -> float | None:
@@ -111,12 +120,17 @@ def gpu_window(samples: tuple[Sample, ...], log: SampleLog) -> GpuWindow | None:
         util, source, count = _mean(rates), UTIL_FROM_RATES, len(rates)
     else:
         util, source, count = None, None, 0
+    # The spread of a window's mean, for readings near a verdict line (verdict.edges): batch means,
+    # since consecutive readings are correlated.
+    util_ci = batch_means_ci(driver or rates) if (driver or rates) else None
     gpm_names = ("gpm_sm_active_pct", "gpm_sm_occupancy_pct", "gpm_tensor_active_pct", "gpm_dram_bw_pct",
                  "gpm_fp32_active_pct", "gpm_fp16_active_pct")
     gpm_values = {name: _field(readings, name) for name in gpm_names}
     gpm_samples = max(len(v) for v in gpm_values.values())
     if gpm_samples:
-        gpm = Gpm(*(_mean(gpm_values[name]) for name in gpm_names), samples=gpm_samples)
+        sm = gpm_values["gpm_sm_active_pct"]
+        gpm = Gpm(*(_mean(gpm_values[name]) for name in gpm_names), samples=gpm_samples,
+                  sm_active_pct_ci=batch_means_ci(sm) if sm else None)
         gpm_reason = None
     else:
         gpm = None
@@ -135,6 +149,7 @@ def gpu_window(samples: tuple[Sample, ...], log: SampleLog) -> GpuWindow | None:
         process_memory_max_bytes=int(max(process)) if process else None,
         gpm=gpm,
         gpm_reason=gpm_reason,
+        util_pct_ci=util_ci,
     )
 
 

@@ -300,6 +300,15 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
         elif synthetic.gpu is not None:
             evidence.append(f"no GPM ({synthetic.gpu.gpm_reason}): how much of the chip worked is unknown, and NVML "
                             "counts the GPU busy while any kernel runs, however small")
+        on_line = [e for e in _gpu_edges(synthetic, gpm, gpu_util) if e.straddles]
+        if on_line:
+            # A reading within its spread of a line could land on the other side next run: the
+            # verdict still follows the reading, but says how close it was, with less confidence.
+            confidence = _lower(confidence)
+            facts["edges"] = facts.get("edges", []) + [e.to_dict() for e in on_line]
+            evidence.append("; ".join(e.text() for e in on_line)
+                            + ": within its spread of the line, so another run could read the other side; "
+                            "confidence lowered")
         if gpu_util < T.GPU_BUSY_FOR_COMPUTE_PCT:
             return Verdict(
                 "host", confidence,
@@ -355,6 +364,30 @@ def _contention(gap: Ratio | None, synthetic: ModeSummary, pipeline: ModeSummary
                   T.GAP_SIGNIFICANT),
         gap_clear=gap.clearly_above_one,
     )
+
+
+def _gpu_edges(synthetic: ModeSummary, gpm: Gpm | None, gpu_util: float) -> list[Edge]:
+    """The GPU rules' readings with their spread (batch means over the synthetic window): NVML's
+    busy share against the host line, and (GPM) the SMs working while busy against the small-
+    kernel line, then SM activity against DCGM's ineffective-use line where that one decides."""
+    window = synthetic.gpu
+    util_ci = window.util_pct_ci if window is not None else None
+    edges = [Edge("host", "GPU busy share with free input", gpu_util, *(util_ci or (None, None)),
+                  T.GPU_BUSY_FOR_COMPUTE_PCT, unit="%")]
+    if gpm is None or gpm.sm_active_pct is None or gpu_util <= 0:
+        return edges
+    while_busy = min(100.0, 100.0 * gpm.sm_active_pct / gpu_util)
+    low = high = None
+    if gpm.sm_active_pct_ci is not None:
+        util_lo, util_hi = util_ci if util_ci is not None else (gpu_util, gpu_util)
+        low = 100.0 * gpm.sm_active_pct_ci[0] / max(util_hi, 1e-9)
+        high = min(100.0, 100.0 * gpm.sm_active_pct_ci[1] / max(util_lo, 1e-9))
+    edges.append(Edge("small_kernels", "SMs with work while the GPU was busy", while_busy, low, high,
+                      T.SM_ACTIVE_WHILE_BUSY_LOW_PCT, unit="%"))
+    if while_busy >= T.SM_ACTIVE_WHILE_BUSY_LOW_PCT:
+        edges.append(Edge("gpu_underused", "GPM SM activity", gpm.sm_active_pct,
+                          *(gpm.sm_active_pct_ci or (None, None)), T.SM_ACTIVE_INEFFECTIVE_PCT, unit="%"))
+    return edges
 
 
 def nothing_left_to_change(verdict: Verdict, left_out: Sequence[tuple[str, str | None, str]],

@@ -356,3 +356,27 @@ def test_a_compute_verdict_says_when_the_input_side_has_nothing_left_to_change()
     assert nothing_left_to_change(v, left_out, candidates=1) is v  # something was left to try
     assert nothing_left_to_change(v, left_out, candidates=None) is v  # no tuning planned
     assert nothing_left_to_change(decide(contention_modes(48.0, (46.0, 50.0))), left_out, candidates=0).bottleneck == "input"
+
+
+def gpu_edge_modes(util, util_ci, sm_active, sm_ci):
+    from dataclasses import replace
+
+    synthetic = summary("synthetic", 500, gpu_util=util, gpm={"sm_active_pct": sm_active})
+    window = replace(synthetic.gpu, util_pct_ci=util_ci, gpm=replace(synthetic.gpu.gpm, sm_active_pct_ci=sm_ci))
+    return modes(replace(synthetic, gpu=window), summary("pipeline", 498, wait=0.0), summary("input_only", 5000))
+
+
+def test_small_kernels_within_the_spread_of_their_line_say_how_close_and_lower_confidence():
+    # issue 14: gpu_validation read small_kernels as host in one run and compute in the next
+    v = decide(gpu_edge_modes(90.0, (88.0, 92.0), 21.0, (17.0, 25.0)), gpu_expected=True)
+    assert (v.bottleneck, v.confidence, v.facts["gpu_limit"]) == ("host", "medium", "small_kernels")
+    line = next(e for e in v.evidence if "within its spread of the line" in e)
+    assert line.startswith("SMs with work while the GPU was busy 23.33% (95%: 18.48-28.41%), below the 25.00% line by 7%")
+    assert [e["rule"] for e in v.facts["edges"]] == ["small_kernels"]
+
+
+def test_gpu_readings_clear_of_their_lines_keep_full_confidence():
+    v = decide(gpu_edge_modes(90.0, (88.0, 92.0), 12.0, (10.0, 14.0)), gpu_expected=True)
+    assert (v.bottleneck, v.confidence) == ("host", "high") and "edges" not in v.facts
+    busy_line = decide(gpu_edge_modes(52.0, (45.0, 58.0), 45.0, (43.0, 47.0)), gpu_expected=True)
+    assert busy_line.bottleneck == "compute" and busy_line.facts["edges"][0]["rule"] == "host"

@@ -4,10 +4,10 @@ A fix is *measured* when a run with that change made training faster than the us
 the 95% intervals apart and by at least 5%. With the ablation, that run is the change alone, so
 each fix carries its own speedup (and the report gives all changes together beside it). Without
 one (a single change, or an old report), the tuned mode's speedup is shared by the changes it
-applied, and the basis says so. A speedup is not a gain when the run that measured it fed the step faster
-than free input did (synthetic mode, beyond both intervals: drift) or when the verdict is
-compute-bound (nothing on the input side to gain): it is withheld with that reason. Changes that were applied but gained nothing are not
-recommended: they are listed as tried. A fix that pipediag could not measure says so in
+applied, and the basis says so. A speedup is not a gain when the run that measured it fed the
+step faster than free input did (synthetic mode, beyond both intervals: drift) or when the
+verdict is compute-bound (nothing on the input side to gain): it is withheld with that reason.
+Changes that were applied but gained nothing are not recommended: they are listed as tried. A fix that pipediag could not measure says so in
 `basis`, and is offered only when a measurement points at it (the verdict, the CPU pattern, a
 size estimate).
 tf.data service is offered only when the cores stay full after tuning while the step still waits,
@@ -23,7 +23,7 @@ I/O frees the GIL), and no measured change at that stage helped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from pipediag.analysis.ablation import MIN_GAIN, Ablation, ChangeEffect, classify
@@ -240,7 +240,17 @@ def recommend(
         tried = tuple(applied)
     else:
         tried = tuple(applied)
-    return Recommendation(tuple(fixes), tried, tuple(withheld))
+    return Recommendation(tuple(_under_contention(fixes, verdict)), tried, tuple(withheld))
+
+
+def _under_contention(fixes: list[Fix], verdict: Verdict) -> list[Fix]:
+    """A gain measured while other processes took CPU is not yet settled: their load may have
+    changed between the runs compared. Its basis says so and names the check that settles it."""
+    if not _contention_seen(verdict):
+        return fixes
+    note = ("; measured while other processes competed for the CPU, so not yet settled: confirm with "
+            "`pipediag compare` (interleaved turns against the original)")
+    return [replace(f, basis=f.basis + note) if f.measured_speedup is not None else f for f in fixes]
 
 
 def gain_doubt(rate: float | None, rate_ci: tuple[float, float] | None, verdict: Verdict,

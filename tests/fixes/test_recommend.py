@@ -331,3 +331,12 @@ def test_a_compute_verdict_offers_no_input_change_as_a_gain_even_when_one_measur
     assert [f.kind for f in rec.fixes] == ["xla"] and [c.kind for c in rec.tried] == ["cache"]
     assert "the step itself is the limit (compute-bound) and other processes competed for the CPU" in rec.withheld[0]
     assert "pipediag compare" in rec.withheld[0]
+
+
+def test_a_gain_measured_under_contention_says_it_is_not_yet_settled():
+    a = ablation([(PARALLEL, 155.0), (PREFETCH, 51.0)], together=160.0)
+    contended = Verdict("input", "low", "h", ("other processes kept 1.1 cores busy during pipeline mode",))
+    rec = recommend(contended, modes(50, 160), [PARALLEL, PREFETCH], gpu_present=False, ablation=a)
+    assert [f.kind for f in rec.fixes] == ["parallel_map"]
+    assert rec.fixes[0].basis.endswith("measured while other processes competed for the CPU, so not yet settled: "
+                                       "confirm with `pipediag compare` (interleaved turns against the original)")

@@ -180,8 +180,9 @@ def _deepest(stages: list[Stage]) -> tuple[Stage | None, Stage | None, Stage | N
     return point, after, existing, None
 
 
-def _in_memory(point: Stage | None) -> bool:
-    return point is None or point.kind == "source" and point.op in ("RangeDataset", "TensorSliceDataset", "TensorDataset")
+def _in_memory(stages: list[Stage], point: Stage | None) -> bool:
+    """Nothing up to `point` but tensors in memory, regrouped or put in a fixed order."""
+    return point is None or in_memory_upto([s for s in stages if not s.fixed_order], point.index)
 
 
 def cache_point(stages: list[Stage]) -> CachePoint | None:
@@ -198,14 +199,14 @@ def cache_point(stages: list[Stage]) -> CachePoint | None:
     replays the first epoch's file order and that element shuffle keeps every epoch random (what
     changes is said in the change). None when nothing fits."""
     point, after, existing, stop = _deepest(stages)
-    if _in_memory(point) and stop is not None and reshuffles(stop):
+    if _in_memory(stages, point) and stop is not None and reshuffles(stop):
         rest = [s for s in stages if s.index > stop.index]
         p2, after2, existing2, stop2 = _deepest(rest)
         if p2 is not None and stop2 is not None and reshuffles(stop2):
             if existing2 is not None and existing2.index > p2.index:
                 return CachePoint(p2, p2.node, existing2, frozen=stop, element_shuffle=stop2)
             return CachePoint(p2, (after2 or p2).node, existing2, frozen=stop, element_shuffle=stop2)
-    if _in_memory(point):
+    if _in_memory(stages, point):
         return None  # caching in-memory tensors gains nothing
     if existing is not None and existing.index > point.index:
         return CachePoint(point, point.node, existing)
@@ -227,6 +228,25 @@ def order_change(point: CachePoint, elements: int | None) -> str | None:
         return text + (f", which mixes within {reach} of the {elements} elements: what came late in the first "
                        "epoch stays late-ish (the file order of later epochs no longer changes)")
     return text + ": the file order of later epochs no longer changes"
+
+
+IN_MEMORY_SOURCES = ("RangeDataset", "TensorSliceDataset", "TensorDataset")
+# Stages that only regroup elements they are given: no decoding, parsing or computing to save.
+_REGROUPING_KINDS = {"batch", "unbatch", "take", "skip", "shard", "zip", "concatenate", "prefetch", "options",
+                     "cache", "snapshot"}
+
+
+def in_memory_upto(stages: list[Stage], index: int) -> bool:
+    """Every stage up to `index` reads tensors already in memory or only regroups them."""
+    for s in stages:
+        if s.index > index:
+            continue
+        if s.kind == "source":
+            if s.op not in IN_MEMORY_SOURCES:
+                return False
+        elif s.kind not in _REGROUPING_KINDS:
+            return False
+    return True
 
 
 def cache_change(point: CachePoint, estimate: CacheEstimate, facts: TuningFacts) -> Change:

@@ -124,3 +124,19 @@ def test_a_random_map_is_batched_first_only_when_its_draws_are_per_element():
     assert not per_call.applied and per_call.reason == "it draws random numbers of a constant shape"
     (unknown,) = vectorize_changes(stages)
     assert not unknown.applied and "one draw per batch" in unknown.reason
+
+
+def test_image_dataset_from_directory_cached_after_its_decode_is_already_cached_there():
+    # keras' image_dataset_from_directory: file paths zipped with labels and shuffled every epoch,
+    # decoded, batched; the tutorial then caches and shuffles the batches. Nothing to cache again,
+    # and no cache of the in-memory file list.
+    paths = stage(0, "source", "TensorSliceDataset")
+    zipped = stage(1, "zip", "ZipDataset")
+    paths_shuffle = stage(2, "shuffle", "ShuffleDatasetV3", is_random=True, buffer_size=64)
+    load = stage(3, "parallel_map", "ParallelMapDatasetV2", function="<lambda>")
+    batch = stage(4, "batch", "BatchDatasetV2", buffer_size=8)
+    fetch = stage(5, "prefetch", "PrefetchDataset")
+    own = stage(6, "cache", "CacheDatasetV2")
+    batches_shuffle = stage(7, "shuffle", "ShuffleDatasetV3", is_random=True, buffer_size=1000)
+    point = cache_point([paths, zipped, paths_shuffle, load, batch, fetch, own, batches_shuffle])
+    assert point.stage is batch and point.already_cached and point.frozen is paths_shuffle

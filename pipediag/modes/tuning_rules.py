@@ -202,7 +202,8 @@ def cache_point(stages: list[Stage]) -> CachePoint | None:
     if _in_memory(stages, point) and stop is not None and reshuffles(stop):
         rest = [s for s in stages if s.index > stop.index]
         p2, after2, existing2, stop2 = _deepest(rest)
-        if p2 is not None and stop2 is not None and reshuffles(stop2):
+        work = p2 is not None and not _in_memory([t for t in stages if t is not stop], p2)
+        if work and stop2 is not None and reshuffles(stop2):
             if existing2 is not None and existing2.index > p2.index:
                 return CachePoint(p2, p2.node, existing2, frozen=stop, element_shuffle=stop2)
             return CachePoint(p2, (after2 or p2).node, existing2, frozen=stop, element_shuffle=stop2)

@@ -105,6 +105,9 @@ def test_a_reshuffling_file_shuffle_is_passed_only_when_an_element_shuffle_follo
     whole = cache_change(point, CacheEstimate(DECODE_FILES.node, 800, 2**16, 5.0), FACTS)
     assert whole.details["order_change"].endswith("whose buffer holds all 800 elements: every epoch is still a "
                                                   "uniformly random order, nothing changes")
+    # only regrouping after the file shuffle: no work a cache could save
+    assert cache_point([FILES, FILE_SHUFFLE, BATCH.__class__(**{**BATCH.to_dict(), "index": 2}),
+                        ELEMENT_SHUFFLE]) is None
     # no element shuffle after the decode: a cache would freeze the order of every later epoch
     assert cache_point([FILES, FILE_SHUFFLE, DECODE_FILES, BATCH]) is None
     # deterministic work before the reshuffling shuffle: the cache goes there, the order is untouched

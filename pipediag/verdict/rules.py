@@ -345,11 +345,12 @@ class Contention:
 
     @property
     def on_edge(self) -> bool:
-        """The fed step is slow enough to ask (at or near the line), the step's own time is at or
-        near the line too, and at least one of the two could fall on the other side next run."""
-        asked = self.gap.above or self.gap.straddles
-        step_near = self.step.above or self.step.straddles
-        return asked and step_near and (self.gap.straddles or self.step.straddles)
+        """Both readings are at or near the line (at or above it, or their interval reaching it),
+        both show a slowdown at all (a step faster beside the pipeline is not near contention,
+        however wide its interval on a noisy machine), and at least one could fall on the other
+        side of the line next run."""
+        near = all((e.above or e.straddles) and e.value >= 1.0 for e in self.edges)
+        return near and (self.gap.straddles or self.step.straddles)
 
 
 def _contention(gap: Ratio | None, synthetic: ModeSummary, pipeline: ModeSummary) -> Contention | None:

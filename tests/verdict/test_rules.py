@@ -380,3 +380,14 @@ def test_gpu_readings_clear_of_their_lines_keep_full_confidence():
     assert (v.bottleneck, v.confidence) == ("host", "high") and "edges" not in v.facts
     busy_line = decide(gpu_edge_modes(52.0, (45.0, 58.0), 45.0, (43.0, 47.0)), gpu_expected=True)
     assert busy_line.bottleneck == "compute" and busy_line.facts["edges"][0]["rule"] == "host"
+
+
+def test_a_step_faster_beside_the_pipeline_is_not_near_contention_however_wide_its_interval():
+    # compute_bound on the loaded 2-core machine: gap 1.09x (0.57-1.90), the step 0.90x (0.64-1.40)
+    from dataclasses import replace
+
+    synthetic = replace(summary("synthetic", 6.3, compute_ms=143.0, rel_ci=0.3), compute_ms_median_ci=(120.0, 170.0))
+    pipeline = replace(summary("pipeline", 5.8, compute_ms=128.0, rel_ci=0.3, per_core=[95, 97]),
+                       compute_ms_median_ci=(108.0, 168.0))
+    v = decide(modes(synthetic, pipeline, summary("input_only", 1780)))
+    assert v.bottleneck == "compute" and "edges" not in v.facts

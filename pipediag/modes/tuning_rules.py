@@ -15,6 +15,11 @@ Pure: stages in, `Change`s out. The rules, and why:
   Where TensorFlow cannot tell the length there (a file reader, a filter), one pass over that
   point counts and sizes it, stopped as soon as it passes either budget: a cache fills in one
   pass anyway, so a pass that fits the budgets is exactly the evidence a cache needs.
+  Never for data already in memory: when every source up to that point holds tensors
+  (`from_tensor_slices`, `from_tensors`, `range`) and every stage only regroups them (batch,
+  unbatch, take, skip, shard, zip, concatenate), there is no work a cache could save, only a
+  second copy of the data; a gain measured for it is the hand-over's noise (issue 14: `cache`
+  x1.16 offered for `from_tensor_slices(x).batch(8)` on the H200, where the step was host-bound).
 - A final `prefetch(AUTOTUNE)` is added when the pipeline does not end with one and TensorFlow will
   not add one itself: its `inject_prefetch` optimization (on by default with autotune) ends a
   pipeline whose last stage is synchronous (a batch, a serial map) with an autotuned prefetch, so
@@ -162,11 +167,30 @@ def cache_point(stages: list[Stage]) -> CachePoint | None:
             after = s if after is not None else None
         else:
             point = after = s
-    if point is None or point.kind == "source" and point.op in ("RangeDataset", "TensorSliceDataset", "TensorDataset"):
+    if point is None or in_memory_upto(stages, point.index):
         return None  # caching in-memory tensors gains nothing
     if existing is not None and existing.index > point.index:
         return CachePoint(point, point.node, existing)
     return CachePoint(point, (after or point).node, existing)
+
+
+IN_MEMORY_SOURCES = ("RangeDataset", "TensorSliceDataset", "TensorDataset")
+# Stages that only regroup elements they are given: no decoding, parsing or computing to save.
+_REGROUPING_KINDS = {"batch", "unbatch", "take", "skip", "shard", "zip", "concatenate", "prefetch", "options",
+                     "cache", "snapshot"}
+
+
+def in_memory_upto(stages: list[Stage], index: int) -> bool:
+    """Every stage up to `index` reads tensors already in memory or only regroups them."""
+    for s in stages:
+        if s.index > index:
+            continue
+        if s.kind == "source":
+            if s.op not in IN_MEMORY_SOURCES:
+                return False
+        elif s.kind not in _REGROUPING_KINDS:
+            return False
+    return True
 
 
 def cache_change(point: CachePoint, estimate: CacheEstimate, facts: TuningFacts) -> Change:

@@ -75,3 +75,21 @@ def test_a_cache_already_at_the_deepest_point_is_not_cached_again():
     assert point.stage is PARSE and point.already_cached
     change = already_cached_change(point)
     assert not change.applied and change.reason == "the pipeline already caches there (cache right after parallel_map(parse_and_decode))"
+
+
+def test_no_cache_for_data_already_in_memory_that_is_only_regrouped():
+    # issue 14: from_tensor_slices(x).batch(8).repeat().prefetch was offered cache x1.16
+    slices = stage(0, "source", "TensorSliceDataset")
+    batch = stage(1, "batch", "BatchDatasetV2")
+    assert cache_point([slices, batch, stage(2, "repeat", "RepeatDataset"), stage(3, "prefetch", "PrefetchDataset")]) is None
+    zipped = [slices, stage(1, "source", "RangeDataset"), stage(2, "zip", "ZipDataset"), stage(3, "batch", "BatchDatasetV2")]
+    assert cache_point(zipped) is None
+
+
+def test_a_cache_is_still_offered_after_work_on_in_memory_data_or_for_files():
+    slices = stage(0, "source", "TensorSliceDataset")
+    work = stage(1, "map", "MapDataset", function="featurize")
+    point = cache_point([slices, work, stage(2, "batch", "BatchDatasetV2"), stage(3, "repeat", "RepeatDataset")])
+    assert point is not None and point.stage.kind == "batch"
+    files = cache_point([READ, stage(1, "batch", "BatchDatasetV2"), stage(2, "repeat", "RepeatDataset")])
+    assert files is not None and files.stage.kind == "batch"

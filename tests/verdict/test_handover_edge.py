@@ -71,3 +71,17 @@ def test_a_real_input_bottleneck_is_still_input():
     cases = {"synthetic": summary("synthetic", 200), "pipeline": summary("pipeline", 50, wait=0.7),
              "input_only": summary("input_only", 52), "tuned": None}
     assert decide(cases, handover=handover(0.05)).bottleneck == "input"
+
+
+def test_the_host_edge_fixes_do_more_work_per_hand_over_and_never_cache():
+    from pipediag.fixes.recommend import recommend
+
+    cases = issue_case()
+    v = decide(cases, handover=handover(0.055))
+    fixes = recommend(v, cases, [], gpu_present=True, framework="jax").fixes
+    kinds = [f.kind for f in fixes]
+    assert kinds == ["batch_size", "steps_per_call", "device_prefetch", "batch_format"]
+    assert "jax.lax.scan" in fixes[1].code and "prefetch_to_device" in fixes[2].code
+    assert all(f.measured_speedup is None for f in fixes)
+    keras = recommend(v, cases, [], gpu_present=True, framework="tensorflow").fixes
+    assert "steps_per_execution=8" in keras[1].code

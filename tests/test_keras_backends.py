@@ -71,3 +71,38 @@ def test_batches_are_converted_as_keras_fit_converts_them(backend, module, types
     assert got["types"] == types
     assert np.array_equal(got["values"], [[6.0, 7.0], [8.0, 9.0], [10.0, 11.0]])
     assert got["restarts"] == 1 and got["same_again"] and got["differs"]
+
+
+FIT = """
+import json, sys
+sys.path.insert(0, "tests/fixtures")
+from pipelines import serial_sleep_map, small_model
+from pipediag.keras import InputMonitor
+monitor = InputMonitor(verbose=0, warmup_steps=2)
+small_model().fit(serial_sleep_map(batch_size=4), epochs=1, steps_per_epoch=30, callbacks=[monitor], verbose=0)
+d = monitor.diagnosis
+p = d.modes.get("pipeline")
+print(json.dumps({"bottleneck": d.verdict.bottleneck, "reason": d.verdict.reason, "evidence": list(d.verdict.evidence),
+                  "steps": None if p is None else p.steps, "wait": None if p is None else p.input_wait_frac}))
+"""
+
+
+@pytest.mark.slow
+def test_input_monitor_times_the_wait_inside_fit_on_jax():
+    pytest.importorskip("jax")
+    done = run("jax", "-c", FIT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    # 3 ms of sleep per element, 4 elements a batch, a tiny model: almost all of fit is the wait
+    assert got["steps"] == 28 and got["wait"] > 0.5
+    assert got["bottleneck"] == "input"
+
+
+@pytest.mark.slow
+def test_input_monitor_on_pytorch_says_why_it_cannot_time_the_wait():
+    pytest.importorskip("torch")
+    done = run("torch", "-c", FIT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["bottleneck"] == "inconclusive"
+    assert "PyTorch backend" in got["reason"] + " ".join(got["evidence"])

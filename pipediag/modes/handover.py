@@ -84,4 +84,6 @@ def measure_handover(batch: Any, batch_format: str, framework: str | None, rule:
         run = run_mode("handover", feed, copy, short, clock_ns=clock_ns)
     finally:
         feed.close()
+    if run.stop_reason == "interrupted":
+        raise KeyboardInterrupt  # Ctrl-C: the diagnosis ends with what its modes measured
     return handover_from_run(run, batch_format, text, copy is not None)

@@ -132,7 +132,8 @@ def diagnose_case(name: str, extra: list[str], timeout: float, out_dir: str, max
     spec = f"{SCEN}/{name}.py"
     json_path = os.path.join(out_dir, f"{name}.json")
     kind, env = scenario_kind(spec)
-    how = ["--model", f"{spec}:make_model"] if kind == "model" else ["--step", f"{spec}:make_step", "--batch-format", "numpy"]
+    how = (["--model", f"{spec}:make_model"] if kind == "model"
+           else ["--step", f"{spec}:make_step", "--batch-format", "numpy"])
     cmd = [sys.executable, "-m", "pipediag", "diagnose", f"{spec}:make_dataset", *how,
            "--max-seconds", str(max_seconds), "--json", json_path, "--quiet", *extra]
     result = run(cmd, out_dir, name, timeout, env)

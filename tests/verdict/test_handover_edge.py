@@ -85,3 +85,19 @@ def test_the_host_edge_fixes_do_more_work_per_hand_over_and_never_cache():
     assert all(f.measured_speedup is None for f in fixes)
     keras = recommend(v, cases, [], gpu_present=True, framework="tensorflow").fixes
     assert "steps_per_execution=8" in keras[1].code
+
+
+def test_a_pipeline_no_slower_than_the_hand_over_itself_keeps_up_too():
+    # tiny_step on the 2-core machine (flock, 2026-12-01): input alone only 1.13x the free step,
+    # but 0.32 ms a batch against 0.35 ms to hand over a ready one; the step waited 0.32 ms a batch.
+    cases = {"synthetic": summary("synthetic", 2762), "pipeline": summary("pipeline", 747, wait=0.47),
+             "input_only": summary("input_only", 3118), "tuned": None}
+    ready = Handover(batches=8559, ms_mean=0.346, ms_mean_ci=(0.233, 0.458), fetch_ms_mean=0.345,
+                     fetch_ms_mean_ci=(0.232, 0.457), transfer_ms_mean=None, batch_format="numpy",
+                     transfer_text="JAX runs on the CPU here: there is no device copy")
+    v = decide(cases, handover=ready)
+    assert v.bottleneck == "host" and v.confidence == "medium"
+    assert any("no more than the hand-over itself" in e for e in v.evidence)
+    # A pipeline alone 1.2x slower than the hand-over's upper bound is not "as fast": input again
+    slower = dict(cases, input_only=summary("input_only", 1e3 / (0.457 * 1.2)))
+    assert decide(slower, handover=ready).bottleneck == "input"

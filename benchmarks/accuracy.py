@@ -97,6 +97,9 @@ def describe(module: Any) -> dict[str, Any]:
         "step": step,
         "diagnose_args": list(getattr(module, "DIAGNOSE_ARGS", ())),
         "batch_format": getattr(module, "BATCH_FORMAT", "tf"),
+        # Environment the scenario's processes need, set before its framework is first imported
+        # (KERAS_BACKEND=jax for Keras on JAX).
+        "env": dict(getattr(module, "ENV", {})),
     }
 
 
@@ -111,8 +114,8 @@ def diagnose_command(path: str, info: dict[str, Any], max_seconds: float, json_p
     return cmd + list(info["diagnose_args"]) + ["--max-seconds", str(max_seconds), "--quiet", "--json", json_path]
 
 
-def child_env() -> dict[str, str]:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", COLUMNS="120")
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", COLUMNS="120", **(extra or {}))
     env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
@@ -319,9 +322,10 @@ def run_scenario(path: str, max_seconds: float, compare_seconds: float, lock: bo
         row["expected"] = info["expected"]
         json_path = os.path.join(keep_dir or tmp, f"{name}.json")
         cmd = diagnose_command(row["path"], info, max_seconds, json_path)
-        row["command"] = " ".join(["python"] + cmd[1:-2])  # without the temporary --json path
+        prefix = [f"{k}={v}" for k, v in sorted(info.get("env", {}).items())]
+        row["command"] = " ".join(prefix + ["python"] + cmd[1:-2])  # without the temporary --json path
         start = time.monotonic()
-        result = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), cwd=ROOT)
+        result = subprocess.run(cmd, capture_output=True, text=True, env=child_env(info.get("env")), cwd=ROOT)
         row["wall_s"] = time.monotonic() - start
         row["exit_code"] = result.returncode
         if not os.path.exists(json_path):
@@ -337,7 +341,7 @@ def run_scenario(path: str, max_seconds: float, compare_seconds: float, lock: bo
         measured = subprocess.run(
             [sys.executable, os.path.abspath(__file__), "--ratios", path, "--diagnosis", json_path,
              "--max-seconds", str(max_seconds), "--compare-seconds", str(compare_seconds), "--out", ratios_json],
-            capture_output=True, text=True, env=child_env(), cwd=ROOT,
+            capture_output=True, text=True, env=child_env(info.get("env")), cwd=ROOT,
         )
         if measured.returncode != 0 or not os.path.exists(ratios_json):
             row["ratios_error"] = "comparing tuned with expert and AUTOTUNE failed: " + _tail(measured.stderr)

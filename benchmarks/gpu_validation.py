@@ -9,7 +9,9 @@ user would run it; its JSON, stdout and stderr land in the output folder):
   1. probe     NVML + GPM on the idle GPU for ~1.5 s: which metrics this GPU and driver give.
   2. gpu tests `pytest -m gpu tests/gpu` when pytest is importable (skipped otherwise).
   3. diagnose  the scenarios in scenarios/gpu: host, small_kernels, compute, bandwidth, input,
-               memory — each with its expected verdict.
+               memory, tiny_step (host at the hand-over), keras_input and keras_compute (Keras 3
+               on JAX, `--model`, KERAS_BACKEND=jax), torch_py_function — each with its expected
+               verdict.
   4. sweep     scenarios/gpu/sweep.py at batch sizes 64..65536 under --gpu-memory-limit 3072.
   5. overhead  the sampler's cost on step throughput (benchmarks/sampler_overhead.py) for the
                host-bound step (the most sensitive: Python dispatch competes with the sampler
@@ -21,6 +23,7 @@ reported as such; the rest still run. Nothing here decides thresholds: it report
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import dataclasses
 import os
@@ -39,6 +42,10 @@ CASES = [
     ("bandwidth", "compute/memory_bandwidth", [], 100),
     ("input", "input", [], 120),
     ("memory", "memory", [], 80),
+    ("tiny_step", "host", [], 100),
+    ("keras_input", "input", [], 150),
+    ("keras_compute", "compute", [], 150),
+    ("torch_py_function", "input", [], 150),
 ]
 SWEEP_SIZES = "64,256,1024,4096,16384,65536"
 SWEEP_LIMIT_MB = 3072
@@ -52,10 +59,10 @@ class Budget:
         return self.end - time.monotonic()
 
 
-def run(cmd: list[str], out_dir: str, name: str, timeout: float) -> dict:
+def run(cmd: list[str], out_dir: str, name: str, timeout: float, extra_env: dict[str, str] | None = None) -> dict:
     """Run one command, keep its output, never raise."""
     env = dict(os.environ, COLUMNS="120", TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
-               PYTHONUNBUFFERED="1")
+               PYTHONUNBUFFERED="1", **(extra_env or {}))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), ROOT) if p)
     started = time.monotonic()
     try:
@@ -108,12 +115,28 @@ def probe(out_dir: str) -> dict:
     return result
 
 
+def scenario_kind(path: str) -> tuple[str, dict[str, str]]:
+    """("model", env) for a Keras scenario (`make_model`), else ("step", env); `env` is its `ENV`
+    (KERAS_BACKEND=jax), read from the source: importing it here would import its framework."""
+    with open(os.path.join(ROOT, path)) as f:
+        tree = ast.parse(f.read())
+    names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    env: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "ENV" for t in node.targets):
+            env = ast.literal_eval(node.value)
+    return ("model" if "make_model" in names else "step"), env
+
+
 def diagnose_case(name: str, extra: list[str], timeout: float, out_dir: str, max_seconds: float) -> dict:
     spec = f"{SCEN}/{name}.py"
     json_path = os.path.join(out_dir, f"{name}.json")
-    cmd = [sys.executable, "-m", "pipediag", "diagnose", f"{spec}:make_dataset", "--step", f"{spec}:make_step",
-           "--batch-format", "numpy", "--max-seconds", str(max_seconds), "--json", json_path, "--quiet", *extra]
-    result = run(cmd, out_dir, name, timeout)
+    kind, env = scenario_kind(spec)
+    how = (["--model", f"{spec}:make_model"] if kind == "model"
+           else ["--step", f"{spec}:make_step", "--batch-format", "numpy"])
+    cmd = [sys.executable, "-m", "pipediag", "diagnose", f"{spec}:make_dataset", *how,
+           "--max-seconds", str(max_seconds), "--json", json_path, "--quiet", *extra]
+    result = run(cmd, out_dir, name, timeout, env)
     result["json"] = load(json_path)
     return result
 
@@ -195,6 +218,7 @@ def case_row(name: str, expected: str, r: dict) -> dict:
     ok = v["bottleneck"] == want_main and (not want_limit or v.get("facts", {}).get("gpu_limit") == want_limit)
     row.update(
         verdict=f"{got} ({v['confidence']})", ok=ok, headline=v.get("headline"),
+        handover_ms=(d.get("handover") or {}).get("ms_mean"),
         synthetic_batches_per_sec=syn.get("batches_per_sec"),
         gpu_busy_pct=syn.get("gpu_util_pct"), util_source=gpu.get("util_source"),
         util_driver_vs_rates=util_both_ways(d),

@@ -64,6 +64,7 @@ class _Run:
     anatomy: Any = None  # analysis.waterfall.Anatomy
     candidates: list | None = None  # (key, kind, stage) of the changes the tuned mode planned
     tuning_outcome: Any = None  # modes.ablation.TuningOutcome, filled in as the variants run
+    handover: Any = None  # analysis.handover.Handover: one already-produced batch handed to the step
 
     def __post_init__(self) -> None:
         self.runs: dict[str, ModeRun] = {}
@@ -215,6 +216,8 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     if "input_only" in modes:
         feeds["input_only"] = BatchFeed(dataset, the_step.info.batch_format)
         run("input_only", feeds["input_only"], False)
+    if not oom and state.runs["synthetic"].steps:
+        _measure_handover(state, first_batch, the_step, rule, progress, clock_ns)
     if anatomy and graph is not None and "input_only" in modes:
         progress.phase("timing the pipeline after each stage (anatomy)")
         try:
@@ -274,6 +277,19 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         state.tuned_check = None if outcome.tuned_check is None else outcome.tuned_check.text
 
 
+def _measure_handover(state: _Run, first_batch, the_step: Step, rule: StopRule, progress: Progress, clock_ns) -> None:
+    """Time the hand-over of an already-produced batch (modes/handover.py); a failure is a note."""
+    from pipediag.errors import UserCodeError
+    from pipediag.modes.handover import measure_handover
+
+    progress.phase("timing the hand-over of a ready batch")
+    try:
+        state.handover = measure_handover(first_batch, the_step.info.batch_format, _observed(the_step).framework,
+                                          rule, clock_ns=clock_ns)
+    except UserCodeError as error:
+        state.notes.append(f"the hand-over of a ready batch could not be timed: {error}")
+
+
 def _observed(step: Step | None) -> Observed:
     if step is None or step.observed is None:
         kind = None if step is None else {"keras": "tensorflow", "standin": "tensorflow"}.get(step.info.kind)
@@ -326,7 +342,8 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
     verdict = recommendation = ablation = None
     if "synthetic" in summaries:
         verdict = decide(summaries, gpu_expected=bool(state.environment and state.environment.gpus),
-                         buffers=shuffle_buffers(state.stages), ram_budget_bytes=ram_budget_bytes)
+                         buffers=shuffle_buffers(state.stages), ram_budget_bytes=ram_budget_bytes,
+                         handover=state.handover)
         if not complete:
             verdict = replace(
                 verdict,
@@ -362,6 +379,7 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
         cache_fill_ms=state.cache_fill_ms,
         anatomy=state.anatomy,
         ablation=ablation,
+        handover=state.handover,
         verdict=verdict,
         fixes=recommendation.fixes if recommendation else (),
         tried=recommendation.tried if recommendation else (),

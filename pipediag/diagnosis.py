@@ -16,6 +16,7 @@ from typing import Any
 
 from pipediag._version import __version__
 from pipediag.analysis.ablation import Ablation
+from pipediag.analysis.handover import Handover
 from pipediag.analysis.modes import ModeSummary, summary_from_dict
 from pipediag.analysis.waterfall import Anatomy
 from pipediag.builder.element import ElementInfo
@@ -64,6 +65,7 @@ class Diagnosis:
     created_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     anatomy: Anatomy | None = None  # the rate after each stage, and the slow stage
     ablation: Ablation | None = None  # what each tuned-mode change gave on its own
+    handover: Handover | None = None  # one already-produced batch handed to the step: get_next, conversion, copy
 
     def mode(self, name: str) -> ModeSummary | None:
         return self.modes.get(name)
@@ -100,6 +102,7 @@ class Diagnosis:
                 "stages": [s.to_dict() for s in self.stages],
             },
             "modes": modes,
+            "handover": None if self.handover is None else self.handover.to_dict(),
             "anatomy": None if self.anatomy is None else self.anatomy.to_dict(),
             "tuning": {
                 "changes": [c.to_dict() for c in self.tuning],
@@ -156,6 +159,7 @@ class Diagnosis:
             created_at=d.get("created_at", ""),
             anatomy=None if d.get("anatomy") is None else Anatomy.from_dict(d["anatomy"]),
             ablation=None if tuning.get("ablation") is None else Ablation.from_dict(tuning["ablation"]),
+            handover=None if d.get("handover") is None else Handover.from_dict(d["handover"]),
         )
 
 

@@ -25,6 +25,7 @@ SMALL = {
     "bandwidth": {"STATE": 2**12, "ROUNDS": 2},
     "input": {"SLEEP_S": 0.0},
     "sweep": {"WIDTH": 32, "HIDDEN": 64},
+    "tiny_step": {},
 }
 
 
@@ -65,3 +66,62 @@ def test_image_step_trains_on_the_demo_pipeline():
     step = user_step(module.make_step(), "image_step", "numpy")
     losses = [float(step.run(batch)) for batch in demo.make_dataset(batch_size=4, images=8).take(3).as_numpy_iterator()]
     assert all(np.isfinite(losses)) and step.observed().framework == "jax"
+
+
+def test_torch_scenario_trains_on_its_py_function_pipeline_and_the_expert_form_matches():
+    pytest.importorskip("torch")
+    module = load("torch_py_function", EXAMPLES=64)
+    step = user_step(module.make_step(), "torch_py_function", "numpy")
+    batches = list(module.make_dataset(batch_size=8).take(2).as_numpy_iterator())
+    losses = [float(step.run(batch)) for batch in batches]
+    assert all(np.isfinite(losses)) and step.observed().framework == "torch"
+    expert = next(module.expert_dataset(batch_size=8).as_numpy_iterator())
+    np.testing.assert_allclose(expert[0], batches[0][0], rtol=1e-5, atol=1e-5)  # the same augmentation
+
+
+def test_tiny_step_pipeline_is_in_memory_so_no_cache_is_planned():
+    from pipediag.builder.graph import PipelineGraph
+    from pipediag.modes.tuning_rules import cache_point
+
+    module = load("tiny_step")
+    stages = PipelineGraph.from_dataset(module.make_dataset()).stages()
+    assert [s.kind for s in stages][:2] == ["source", "batch"]
+    assert cache_point(stages) is None
+
+
+KERAS_SCENARIOS = {"keras_input": {"SLEEP_S": 0.0, "HIDDEN": 8}, "keras_compute": {"WIDTH": 16, "LAYERS": 1}}
+
+
+@pytest.mark.parametrize("name", sorted(KERAS_SCENARIOS))
+def test_keras_scenario_trains_on_jax_in_a_fresh_process(name):
+    # KERAS_BACKEND must be set before Keras is first imported: a process of its own.
+    import json
+    import subprocess
+
+    code = (
+        "import json, sys, numpy as np\n"
+        f"sys.path.insert(0, {SCENARIOS!r})\n"
+        "from tests.test_gpu_scenarios import load\n"
+        "from pipediag.modes.feeds import BatchFeed\n"
+        "from pipediag.steps.keras_step import keras_step\n"
+        f"m = load({name!r}, **{KERAS_SCENARIOS[name]!r})\n"
+        "step = keras_step(m.make_model(), 'scenario')\n"
+        "feed = BatchFeed(m.make_dataset(batch_size=8).take(2), step.info.batch_format)\n"
+        "logs = [step.run(feed()) for _ in range(2)]\n"
+        "print(json.dumps({'format': step.info.batch_format, 'framework': step.described().framework,\n"
+        "                  'loss': float(logs[-1]['loss'])}))\n"
+    )
+    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["format"] == "keras-jax" and got["framework"] == "jax" and np.isfinite(got["loss"])
+
+
+def test_a_keras_scenario_on_the_wrong_backend_says_how_to_run_it():
+    import keras
+
+    if keras.backend.backend() == "jax":
+        pytest.skip("this process runs Keras on JAX")
+    with pytest.raises(RuntimeError, match="run it with KERAS_BACKEND=jax"):
+        load("keras_compute").make_model()

@@ -72,7 +72,7 @@ except ImportError as error:  # pragma: no cover - exercised only without Tensor
 # Keras 3 is a separate package; tf.keras points at it (or at tf-keras under TF_USE_LEGACY_KERAS).
 keras = tf.keras
 
-__all__ = ["tf", "keras", "version", "is_cuda_build", "visible_gpus"]
+__all__ = ["tf", "keras", "keras_data_adapter", "version", "is_cuda_build", "visible_gpus"]
 
 
 def version() -> str:
@@ -85,3 +85,10 @@ def is_cuda_build() -> bool:
 
 def visible_gpus() -> list[str]:
     return [d.name for d in tf.config.list_physical_devices("GPU")]
+
+
+def keras_data_adapter(dataset):
+    """Keras 3's own adapter for a tf.data.Dataset: what `fit` iterates on every backend."""
+    from keras.src.trainers.data_adapters.tf_dataset_adapter import TFDatasetAdapter
+
+    return TFDatasetAdapter(dataset)

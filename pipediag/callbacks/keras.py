@@ -17,8 +17,17 @@ the monitor wraps `train_function`: the wrapper takes the batch with `next(itera
 that is the wait — and hands it to Keras's own train function as a one-batch list, which Keras
 runs through the same compiled per-batch step (`one_step_on_data`) it uses for any iterable
 input. `fit_steps` says exactly what the rest of the step includes. Outside that setting
-(another backend, `steps_per_execution` > 1, tf-keras 2) the monitor does not touch `fit`; it
+(the PyTorch backend, `steps_per_execution` > 1, tf-keras 2) the monitor does not touch `fit`; it
 then says the wait could not be measured, and why.
+
+On the JAX backend Keras' train function is `train_function(state, iterator)` and calls
+`next(iterator)` itself (its tf.data adapter's `get_jax_iterator`: the batch converted to NumPy),
+then the jitted step. The monitor takes that batch the same way, timed, and hands the step a
+one-batch iterator. The jitted step is dispatched asynchronously, so the device may still run the
+previous step while the next batch is fetched: on JAX the measured wait is the fetch, an upper
+bound on the device's idle time (`pipediag diagnose --model` with KERAS_BACKEND=jax measures the
+part the device did not hide). On PyTorch, fit takes each batch in its own Python loop before
+`on_train_batch_begin`, outside anything a callback can wrap: the monitor says so.
 
 The monitor defines no batch-end hook, so Keras keeps dispatching batch-end callbacks
 asynchronously where it would have (a batch-end hook without `async_safe` makes Keras
@@ -46,8 +55,12 @@ from pipediag.steps.step import StepInfo
 def unsupported_reason(model: Any) -> str | None:
     """Why the input wait cannot be measured in this model's fit, or None when it can."""
     backend = keras.backend.backend() if hasattr(keras, "backend") else "unknown"
-    if not keras.__version__.startswith("3.") or backend != "tensorflow":
-        return (f"InputMonitor measures the input wait with Keras 3 on the TensorFlow backend; this is Keras "
+    if backend == "torch":
+        return ("on Keras' PyTorch backend fit takes each batch from its DataLoader in its own loop, before "
+                "on_train_batch_begin and outside train_function, so a callback cannot time the wait without "
+                "changing fit; diagnose the model with `KERAS_BACKEND=torch pipediag diagnose ... --model ...`")
+    if not keras.__version__.startswith("3.") or backend not in ("tensorflow", "jax"):
+        return (f"InputMonitor measures the input wait with Keras 3 on the TensorFlow or JAX backend; this is Keras "
                 f"{keras.__version__} on {backend}")
     spe = getattr(model, "steps_per_execution", 1)
     if spe != 1:
@@ -154,10 +167,11 @@ class InputMonitor(keras.callbacks.Callback):
 
     # The timed train function ----------------------------------------------------------------
 
-    def _timed_train_function(self, iterator):
-        original = self._original
+    def _timed_train_function(self, *args):
+        # TensorFlow: train_function(iterator); JAX: train_function(state, iterator).
+        original, iterator = self._original, args[-1]
         if not self._active:  # finished early (result() during fit): step aside
-            return original(iterator)
+            return original(*args)
         clock = self.clock_ns
         try:
             self._steps.fetch_started(clock())
@@ -167,6 +181,8 @@ class InputMonitor(keras.callbacks.Callback):
                 self._steps.fetch_failed(clock())
                 raise StopIteration from None
             self._steps.fetched(clock())
+            if len(args) == 2:  # JAX: the step function calls next() on what it is given
+                return original(args[0], iter([data]))
             return original([data])
         except KeyboardInterrupt:
             self._finish("interrupted")  # Ctrl-C: keep what was measured; fit stops as usual

@@ -10,7 +10,7 @@ from __future__ import annotations
 FIX_KINDS = (
     "prefetch", "parallel_map", "interleave", "cache", "vectorize_map", "snapshot", "tf_data_service",
     "mixed_precision", "xla", "batch_size", "memory_growth", "threading", "gradient_accumulation", "allocator",
-    "shuffle_buffer", "decode_crop",
+    "shuffle_buffer", "decode_crop", "steps_per_call", "device_prefetch", "batch_format",
 )
 
 
@@ -54,6 +54,9 @@ def title(kind: str, stage: str | None, framework: str | None = None, python: bo
         "allocator": "Let JAX use more of the GPU's memory (it reserves 75% by default)",
         "shuffle_buffer": "Shuffle with a smaller buffer, and get the randomness from the file order",
         "decode_crop": f"Decode only the crop window:{where} decodes whole JPEGs, then crops",
+        "steps_per_call": "Run several batches per compiled call: one hand-over for many steps",
+        "device_prefetch": "Copy the next batch to the device while the step runs",
+        "batch_format": "Hand over fewer, smaller arrays per batch",
     }[kind]
 
 
@@ -199,6 +202,35 @@ def code(kind: str, stage: str | None, **details) -> str:
         if framework == "torch":
             return "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py  # set before CUDA starts"
         return "XLA_PYTHON_CLIENT_MEM_FRACTION=.95 python train.py  # set before JAX starts; default .75"
+    if kind == "steps_per_call":
+        if framework == "jax":
+            return (
+                "ds = ds.batch(8, drop_remainder=True)  # 8 batches per hand-over: arrays [8, B, ...]\n"
+                "@jax.jit\n"
+                "def steps(state, batches):\n"
+                "    return jax.lax.scan(train_step, state, batches)  # 8 updates in one call"
+            )
+        if framework == "torch":
+            return (
+                "ds = ds.batch(8, drop_remainder=True)  # 8 batches per hand-over: one copy to the GPU\n"
+                "xs = torch.as_tensor(batches).cuda()\n"
+                "for x in xs: train_step(x)  # the loop runs on device data"
+            )
+        return "model.compile(..., steps_per_execution=8)  # Keras runs 8 batches per compiled call"
+    if kind == "device_prefetch":
+        if framework == "jax":
+            return (
+                "from flax.jax_utils import prefetch_to_device  # or a thread that calls jax.device_put\n"
+                "batches = prefetch_to_device(ds.as_numpy_iterator(), size=2)  # next batch copied while the step runs"
+            )
+        if framework == "torch":
+            return "x = torch.from_numpy(x).pin_memory().to('cuda', non_blocking=True)  # the copy overlaps the step"
+        return "ds = ds.apply(tf.data.experimental.prefetch_to_device('/gpu:0'))  # last line of the pipeline"
+    if kind == "batch_format":
+        return (
+            "# one packed array instead of one per feature; uint8/bfloat16 over the wire, cast on the device\n"
+            "ds = ds.map(lambda f: (tf.concat([f[k] for k in KEYS], -1), f['label']))"
+        )
     if kind == "batch_size":
         return details.get("code", "ds = ds.batch(BATCH_SIZE)  # see the title for the direction")
     if kind == "memory_growth":

@@ -32,6 +32,7 @@ from pipediag.analysis.modes import ModeSummary, Ratio, input_side_cpu, rate_rat
 from pipediag.builder.stages import Stage
 from pipediag.fixes import catalog
 from pipediag.modes.changes import Change
+from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
 from pipediag.verdict.rules import (
     GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, MEMORY_SOURCE_BUFFERS, Verdict, classify_cpu,
 )
@@ -212,6 +213,9 @@ def recommend(
             fixes.append(_fix("memory_growth", None, "TensorFlow reserves all GPU memory by default, hiding real use"))
         if not measured:
             tried = tuple(applied)
+    elif verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
+        fixes.extend(_handover_fixes(verdict, fw))
+        tried = tuple(applied)
     elif verdict.bottleneck == "host":
         small_kernels = verdict.facts.get("gpu_limit") == GPU_LIMIT_SMALL_KERNELS
         why = ("not measured: the GPU is busy but its kernels fill few SMs; larger batches make larger kernels"
@@ -240,6 +244,8 @@ def recommend(
         tried = tuple(applied)
     else:
         tried = tuple(applied)
+    if measured and verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
+        fixes.extend(_handover_fixes(verdict, fw))  # after what the tuned mode measured
     return Recommendation(tuple(_under_contention(fixes, verdict)), tried, tuple(withheld))
 
 
@@ -308,6 +314,23 @@ def _together_rate(ablation: Ablation, tuned: ModeSummary | None) -> tuple[float
     if run is not None:
         return run.batches_per_sec, run.batches_per_sec_ci
     return (None, None) if tuned is None else (tuned.batches_per_sec, tuned.batches_per_sec_ci)
+
+
+def _handover_fixes(verdict: Verdict, fw: str | None) -> list[Fix]:
+    """Handing each batch over costs as much as a good share of the step: do more work per
+    hand-over, or hide it. None is measured here (each changes the user's training loop)."""
+    share = verdict.facts.get("handover_over_free_step")
+    per = f" ({share:.2f}x the free step)" if share is not None else ""
+    return [
+        _fix("batch_size", None, f"not measured: each hand-over costs about the same whatever the batch holds{per}; "
+             "twice the batch halves the hand-overs per example", code="ds = ds.batch(2 * BATCH_SIZE)"),
+        _fix("steps_per_call", None, "not measured: one hand-over feeds several steps inside one compiled call",
+             framework=fw),
+        _fix("device_prefetch", None, "not measured: the next batch's copy to the device overlaps the step "
+             "instead of preceding it", framework=fw),
+        _fix("batch_format", None, "not measured: get_next and the conversion cost per array; fewer, smaller "
+             "arrays cost less to hand over"),
+    ]
 
 
 def _python_fixes(verdict: Verdict, stages: Sequence[Stage], slow_stage: str | None, given: list[Fix]) -> list[Fix]:

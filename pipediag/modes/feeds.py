@@ -12,6 +12,11 @@ read-only views of the CPU tensors, no copy); `dlpack` objects, one per tensor, 
 PyTorch import without a copy (`jnp.from_dlpack(x)`, `torch.from_dlpack(x)`). Tensors from a
 CPU pipeline arrive as CPU arrays either way; the step moves them to its GPU (`jax.device_put`,
 `.cuda()`), which is one host-to-device copy, part of the step's time in every mode.
+
+A Keras model on the JAX or PyTorch backend (`--model` with KERAS_BACKEND=jax or torch) is fed
+as Keras' own `fit` feeds it from a `tf.data.Dataset`: through Keras' `TFDatasetAdapter`
+(`get_jax_iterator`: NumPy copies of the tensors; `get_torch_dataloader`: PyTorch tensors through
+a `DataLoader`). Those formats (`keras-jax`, `keras-torch`) are chosen by the step, not the user.
 """
 
 from __future__ import annotations
@@ -56,12 +61,38 @@ class DlpackTensor:
 
 def as_dlpack(batch: Any) -> Any:
     return tf.nest.map_structure(DlpackTensor, batch)
+
+
+KERAS_FORMATS = ("keras-jax", "keras-torch")
+
+
+def keras_iterator(dataset, batch_format: str):
+    """The iterator Keras' `fit` makes for a tf.data.Dataset on the JAX or PyTorch backend."""
+    from pipediag.backends.tf import keras_data_adapter
+
+    adapter = keras_data_adapter(dataset)
+    if batch_format == "keras-jax":
+        return iter(adapter.get_jax_iterator())
+    return iter(adapter.get_torch_dataloader())
+
+
+def _convert_one(batch: Any, batch_format: str) -> Any:
+    """One batch converted as the feed of `batch_format` converts it."""
+    one = tf.data.Dataset.from_tensors(batch)
+    if batch_format == "numpy":
+        return next(one.as_numpy_iterator())
+    if batch_format == "dlpack":
+        return as_dlpack(batch)
+    if batch_format in KERAS_FORMATS:
+        return next(keras_iterator(one, batch_format))
+    return batch
 FIRST_BATCHES_KEPT = 3  # for comparing a rewritten pipeline's output with the original's
 
 
 class BatchFeed:
     def __init__(self, dataset, batch_format: str = "tf", keep_first: int = FIRST_BATCHES_KEPT):
         self.dataset = dataset
+        self.batch_format = batch_format
         self.as_numpy = batch_format == "numpy"
         self.as_dlpack = batch_format == "dlpack"
         self.restarts = 0
@@ -75,6 +106,8 @@ class BatchFeed:
             return self.dataset.as_numpy_iterator()
         if self.as_dlpack:
             return map(as_dlpack, iter(self.dataset))
+        if self.batch_format in KERAS_FORMATS:
+            return keras_iterator(self.dataset, self.batch_format)
         return iter(self.dataset)
 
     def __call__(self) -> Any:
@@ -104,10 +137,8 @@ class BatchFeed:
 
 
 def constant_feed(batch: Any, batch_format: str = "tf") -> Callable[[], Any]:
-    if batch_format == "numpy":
-        constant = next(tf.data.Dataset.from_tensors(batch).as_numpy_iterator())
-    elif batch_format == "dlpack":
-        constant = as_dlpack(batch)
+    if batch_format != "tf":
+        constant = _convert_one(batch, batch_format)
     elif tf.config.list_logical_devices("GPU"):
         with tf.device("/GPU:0"):
             constant = tf.nest.map_structure(tf.identity, batch)
@@ -129,7 +160,11 @@ def same_structure(a: Any, b: Any) -> bool:
 
 
 def _unwrap(x: Any) -> Any:
-    return x.tensor if isinstance(x, DlpackTensor) else x
+    if isinstance(x, DlpackTensor):
+        return x.tensor
+    if type(x).__module__.startswith("torch"):  # keras-torch batches: CPU PyTorch tensors
+        return x.detach().cpu().numpy()
+    return x
 
 
 def same_batch(a: Any, b: Any) -> bool:

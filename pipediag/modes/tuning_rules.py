@@ -18,6 +18,11 @@ Pure: stages in, `Change`s out. The rules, and why:
   pass anyway, so a pass that fits the budgets is exactly the evidence a cache needs.
   Past a file list shuffled every epoch, a cache goes only when an element shuffle follows the
   cached work (training stays random), and the change says what changes in the order.
+  Never for data already in memory: when every source up to that point holds tensors
+  (`from_tensor_slices`, `from_tensors`, `range`) and every stage only regroups them (batch,
+  unbatch, take, skip, shard, zip, concatenate), there is no work a cache could save, only a
+  second copy of the data; a gain measured for it is the hand-over's noise (issue 14: `cache`
+  x1.16 offered for `from_tensor_slices(x).batch(8)` on the H200, where the step was host-bound).
 - A final `prefetch(AUTOTUNE)` is added when the pipeline does not end with one and TensorFlow will
   not add one itself: its `inject_prefetch` optimization (on by default with autotune) ends a
   pipeline whose last stage is synchronous (a batch, a serial map) with an autotuned prefetch, so

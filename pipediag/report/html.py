@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 from pipediag.report import charts
-from pipediag.report.terminal import from_fit
+from pipediag.report.terminal import from_fit, handover_text
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _VERDICT_COLORS = {"input": "#b7791f", "compute": "#2f855a", "memory": "#c53030", "host": "#805ad5",
@@ -132,7 +132,8 @@ def throughput_section(d: Diagnosis) -> str | None:
     first = [f"first step (tracing, compiling) {m.first_step_ms:.0f} ms, kept out of the timings"
              for m in d.modes.values() if m.first_step_ms is not None]
     caption = "Throughput of each mode with its 95% interval. " + " ".join(first)
-    return (f"<h2>Modes</h2>{modes_table(d)}"
+    handover = "" if d.handover is None else f'<p id="handover">{escape(handover_text(d.handover))}</p>'
+    return (f"<h2>Modes</h2>{modes_table(d)}{handover}"
             f'<figure class="chart" id="chart-throughput">{svg}<figcaption>{escape(caption)}</figcaption></figure>')
 
 

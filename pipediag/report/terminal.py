@@ -85,6 +85,8 @@ def modes_table(d: Diagnosis) -> Table:
         if m.first_step_ms is not None:
             first_steps.append(f"first step (tracing, compiling) {m.first_step_ms:.0f} ms, kept out of the timings")
     caption = first_steps + ([("stopped early or at the cap — " + ", ".join(stops))] if stops else [])
+    if d.handover is not None:
+        caption.append(handover_text(d.handover))
     reasons = {m.gpu_util_reason for m in d.modes.values() if m.gpu_util_pct is None and m.gpu_util_reason}
     if reasons:
         caption.append("GPU n/a: " + "; ".join(sorted(reasons)))
@@ -92,6 +94,15 @@ def modes_table(d: Diagnosis) -> Table:
         table.caption = "\n".join(caption)
         table.caption_justify = "left"
     return table
+
+
+def handover_text(h) -> str:
+    """One line for the hand-over of an already-produced batch (analysis.handover.Handover)."""
+    ci = f" (95% {h.ms_mean_ci[0]:.3f}–{h.ms_mean_ci[1]:.3f})" if h.ms_mean_ci else ""
+    copy = (f" + device copy {h.transfer_ms_mean:.3f} ms" if h.transfer_ms_mean is not None
+            else f"; no device copy: {h.transfer_text}")
+    return (f"hand-over of a ready batch: {h.ms_mean:.3f} ms{ci} — get_next and conversion to {h.batch_format} "
+            f"{h.fetch_ms_mean:.3f} ms{copy} ({h.batches} timed)")
 
 
 def _gib(value: int | None) -> str:

@@ -1,8 +1,17 @@
 """A real Keras training step for `--model`: forward, loss, gradients and optimizer update.
 
 `train_on_batch` runs the model's own `train_step` through the same compiled function `fit`
-uses (`make_train_function`: tf.function, XLA when the model was compiled with jit_compile),
-and returns its logs as NumPy values, so the step has finished when it returns.
+uses (`make_train_function`: tf.function, XLA when the model was compiled with jit_compile, a
+jitted JAX function, or the PyTorch step), and returns its logs as NumPy values, so the step has
+finished when it returns, on every backend (Keras turns the logs into NumPy, which waits for the
+device).
+
+Batches reach the step as Keras' own `fit` hands them over from a `tf.data.Dataset`
+(`keras.src.trainers.data_adapters.TFDatasetAdapter`): TensorFlow tensors on the TensorFlow
+backend, NumPy arrays on JAX (`get_jax_iterator`), PyTorch tensors on PyTorch
+(`get_torch_dataloader`). Handing TensorFlow tensors to a JAX model fails at its first step
+("Cannot interpret 'tf.float32' as a data type"), and the conversion is part of what `fit`
+costs per batch, so the feed does it (modes/feeds.py), not the step.
 """
 
 from __future__ import annotations
@@ -11,7 +20,23 @@ from typing import Any
 
 from pipediag.backends.tf import keras
 from pipediag.errors import UsageError
-from pipediag.steps.step import Step, StepInfo
+from pipediag.steps.step import Observed, Step, StepInfo
+
+# Batch formats for a Keras model on another backend: converted by Keras' own tf.data adapter.
+KERAS_FORMATS = {"jax": "keras-jax", "torch": "keras-torch"}
+
+_SYNC = {
+    "tensorflow": "train_on_batch returns its logs as NumPy values: the step's work is done when it returns",
+    "jax": "train_on_batch returns its logs as NumPy values (np.asarray waits for the jitted JAX step)",
+    "torch": "train_on_batch returns its logs as NumPy values (.cpu() waits for the PyTorch step)",
+}
+
+
+def keras_backend() -> str:
+    """The backend Keras runs on: tensorflow, jax or torch (tf-keras 2 is always tensorflow)."""
+    backend = getattr(keras, "backend", None)
+    name = backend.backend() if backend is not None and hasattr(backend, "backend") else "tensorflow"
+    return str(name)
 
 
 def _is_compiled(model: Any) -> bool:
@@ -32,6 +57,12 @@ def keras_step(model: Any, label: str) -> Step:
             f"the model from {label} is not compiled",
             "call model.compile(optimizer=..., loss=...) before returning it",
         )
+    backend = keras_backend()
+    if backend not in ("tensorflow", *KERAS_FORMATS):
+        raise UsageError(
+            f"the model from {label} runs on the Keras backend {backend!r}, which pipediag cannot feed",
+            "run it with KERAS_BACKEND=tensorflow, jax or torch",
+        )
 
     def run(batch: Any) -> Any:
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(batch)
@@ -40,11 +71,15 @@ def keras_step(model: Any, label: str) -> Step:
     params = model.count_params() if model.built else None
     size = f", {params:,} parameters" if params else ""
     jit = getattr(model, "jit_compile", None)
+    on = "" if backend == "tensorflow" else f" on the Keras {backend} backend"
     return Step(
         run=run,
         info=StepInfo(
             kind="keras",
-            description=f"Keras model '{model.name}' from {label}{size}: one train_on_batch per step"
+            description=f"Keras model '{model.name}' from {label}{size}{on}: one train_on_batch per step"
             + (f" (jit_compile={jit})" if jit is not None else ""),
+            batch_format=KERAS_FORMATS.get(backend, "tf"),
+            framework=backend,
         ),
+        observed=lambda: Observed(backend, _SYNC[backend]),
     )

@@ -28,7 +28,9 @@ from pipediag.verdict.edges import Edge, ratio_interval
 from pipediag.analysis.buffers import BufferEstimate
 from pipediag.analysis.gpu import Gpm
 from pipediag.analysis.modes import InputSideCpu, ModeSummary, rate_ratio, input_side_cpu
+from pipediag.analysis.handover import Handover
 from pipediag.verdict import thresholds as T
+from pipediag.verdict.handover_edge import handover_edge, handover_facts, host_edge_verdict
 
 # facts["gpu_limit"]: what GPM says limits the step on the GPU, when it could tell.
 GPU_LIMIT_SMALL_KERNELS = "small_kernels"
@@ -143,8 +145,11 @@ def _rate(m: ModeSummary) -> str:
 
 
 def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
-           buffers: Sequence[BufferEstimate] = (), ram_budget_bytes: int | None = None) -> Verdict:
+           buffers: Sequence[BufferEstimate] = (), ram_budget_bytes: int | None = None,
+           handover: Handover | None = None) -> Verdict:
     """`modes` maps synthetic, pipeline, input_only, tuned to their summaries (None: not run).
+    `handover`: what handing over an already-produced batch costs (analysis.handover), which
+    tells a wait that is the hand-over from one that is the pipeline (verdict.handover_edge).
     `buffers`: the pipeline's shuffle buffers (analysis.buffers); `ram_budget_bytes`: the host
     memory the job may use (--ram-budget-mb), None for the host's whole memory."""
     synthetic, pipeline = modes.get("synthetic"), modes.get("pipeline")
@@ -197,6 +202,7 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
         "input_wait_frac": wait,
         "synthetic_over_pipeline": gap.value if gap else None,
         "input_only_over_synthetic": headroom.value if headroom else None,
+        **handover_facts(handover, synthetic),
     }
     evidence = [
         f"the step waited for input {_pct(wait)} of the time in pipeline mode",
@@ -229,7 +235,17 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
             "input-bound: the pipeline alone delivers fewer batches than the step could take",
             tuple(evidence), cpu_pattern=pattern, facts=facts,
         )
-    if wait >= T.INPUT_WAIT_MODERATE:
+    # The host edge: the wait is the hand-over of each batch, not the pipeline (handover_edge.py).
+    edge = handover_edge(synthetic, pipeline, input_only, handover)
+    if edge is not None:
+        facts.update(edge.facts)
+        evidence.extend(edge.evidence)
+    if edge is not None and edge.host:
+        confidence, headline = host_edge_verdict(edge, synthetic, handover, noisy)
+        if synthetic.gpu_util_pct is not None:
+            evidence.append(f"GPU busy {synthetic.gpu_util_pct:.0f}% with free input (synthetic mode, NVML utilization)")
+        return Verdict("host", confidence, headline, tuple(evidence), cpu_pattern=pattern, facts=facts)
+    if wait >= T.INPUT_WAIT_MODERATE and not (edge is not None and edge.explains_wait):
         high = wait >= T.INPUT_WAIT_HIGH
         confidence = "high" if high and gap is not None and gap.clearly_above_one else ("medium" if high else "low")
         if noisy:

@@ -64,3 +64,10 @@ CONTENDED_IDLE_CORES = 1.0
 # Trust in a mode's numbers.
 MIN_STEPS = 10  # fewer timed steps than this: inconclusive
 WIDE_CI_REL = 0.25  # a rate interval wider than +-25%: noisy, confidence drops
+
+# The host edge (the hand-over, docs/verdict.md): the step's wait in pipeline mode is the hand-over
+# itself when it is at most this many times what handing over an already-produced batch costs.
+# Beside the pipeline's own threads get_next costs more than beside a trivial dataset (the
+# iterator's threads and the step compete for cores); a pipeline that cannot keep up makes the
+# step wait for whole batches to be made, and then the input-alone rate is below the step's.
+HANDOVER_WAIT_MARGIN = 2.0

@@ -143,3 +143,21 @@ def test_image_dataset_from_directory_cached_after_its_decode_is_already_cached_
     batches_shuffle = stage(7, "shuffle", "ShuffleDatasetV3", is_random=True, buffer_size=1000)
     point = cache_point([paths, zipped, paths_shuffle, load, batch, fetch, own, batches_shuffle])
     assert point.stage is batch and point.already_cached and point.frozen is paths_shuffle
+
+
+def test_no_cache_for_data_already_in_memory_that_is_only_regrouped():
+    # issue 14: from_tensor_slices(x).batch(8).repeat().prefetch was offered cache x1.16
+    slices = stage(0, "source", "TensorSliceDataset")
+    batch = stage(1, "batch", "BatchDatasetV2")
+    assert cache_point([slices, batch, stage(2, "repeat", "RepeatDataset"), stage(3, "prefetch", "PrefetchDataset")]) is None
+    zipped = [slices, stage(1, "source", "RangeDataset"), stage(2, "zip", "ZipDataset"), stage(3, "batch", "BatchDatasetV2")]
+    assert cache_point(zipped) is None
+
+
+def test_a_cache_is_still_offered_after_work_on_in_memory_data_or_for_files():
+    slices = stage(0, "source", "TensorSliceDataset")
+    work = stage(1, "map", "MapDataset", function="featurize")
+    point = cache_point([slices, work, stage(2, "batch", "BatchDatasetV2"), stage(3, "repeat", "RepeatDataset")])
+    assert point is not None and point.stage.kind == "batch"
+    files = cache_point([READ, stage(1, "batch", "BatchDatasetV2"), stage(2, "repeat", "RepeatDataset")])
+    assert files is not None and files.stage.kind == "batch"

@@ -1,0 +1,64 @@
+"""The hand-over: what it costs to give the step one batch that is already produced.
+
+A training loop pays, for every batch, `get_next` on the tf.data iterator, the conversion to what
+the step takes (NumPy, DLPack, Keras' adapter) and, for JAX and PyTorch on an accelerator, the
+copy to the device. None of that is the pipeline's work: a pipeline with infinite speed still
+costs it. pipediag times it on a dataset that only repeats one cached batch, through the same
+feed (modes/handover.py), and keeps it here as plain numbers. When the step is tiny, this can
+cost as much as the step itself; no input change can remove it (docs/verdict.md, the host edge).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pipediag import stats
+from pipediag.modes.runner import ModeRun
+
+NS_PER_MS = 1e6
+
+
+@dataclass(frozen=True)
+class Handover:
+    batches: int  # timed hand-overs
+    ms_mean: float  # per batch: get_next + conversion + device copy
+    ms_mean_ci: tuple[float, float] | None  # 95%, batch means (consecutive timings are correlated)
+    fetch_ms_mean: float  # get_next + conversion
+    fetch_ms_mean_ci: tuple[float, float] | None
+    transfer_ms_mean: float | None  # the device copy; None: none made (transfer_text says why)
+    batch_format: str
+    transfer_text: str  # how the device copy was made, or why none was
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Handover:
+        d = dict(d)
+        for key in ("ms_mean_ci", "fetch_ms_mean_ci"):
+            if d.get(key) is not None:
+                d[key] = tuple(d[key])
+        return cls(**d)
+
+
+def _ms_ci(values: tuple[int, ...]) -> tuple[float, float] | None:
+    ci = stats.batch_means_ci(values)
+    return None if ci is None else (ci[0] / NS_PER_MS, ci[1] / NS_PER_MS)
+
+
+def handover_from_run(run: ModeRun, batch_format: str, transfer_text: str, transferred: bool) -> Handover | None:
+    """The hand-over's numbers from its timed run: the wait is get_next and the conversion, the
+    'step' is the device copy. None when nothing was timed."""
+    if not run.steps:
+        return None
+    return Handover(
+        batches=run.steps,
+        ms_mean=stats.mean(run.step_ns) / NS_PER_MS,
+        ms_mean_ci=_ms_ci(run.step_ns),
+        fetch_ms_mean=stats.mean(run.wait_ns) / NS_PER_MS,
+        fetch_ms_mean_ci=_ms_ci(run.wait_ns),
+        transfer_ms_mean=stats.mean(run.compute_ns) / NS_PER_MS if transferred else None,
+        batch_format=batch_format,
+        transfer_text=transfer_text,
+    )

@@ -1,0 +1,89 @@
+"""Timing the hand-over: one already-produced batch given to the step, again and again.
+
+The dataset repeats one cached batch behind a prefetch buffer (`from_tensors(batch).repeat()
+.prefetch(1)`), so each `get_next` takes a batch that is already made, as from a pipeline that
+keeps up; it goes through the same feed as the pipeline's batches (the same conversion to the
+step's batch format), and then, for a step whose framework works on an accelerator, through
+the device copy that step makes (`jax.device_put`, `.to("cuda")`, a TensorFlow copy to GPU:0),
+waited for. What is left out is exactly the pipeline's own work.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from pipediag.analysis.handover import Handover, handover_from_run
+from pipediag.backends.tf import tf
+from pipediag.modes.feeds import BatchFeed, DlpackTensor
+from pipediag.modes.runner import StopRule, run_mode
+
+MAX_SECONDS = 3.0  # a hand-over is sub-millisecond to a few ms: its mean settles well within this
+MIN_SECONDS = 1.0
+
+
+def repeated_batch(batch: Any):
+    """A dataset that only repeats `batch`, already produced, from a prefetch buffer."""
+    return tf.data.Dataset.from_tensors(batch).repeat().prefetch(1)
+
+
+def _leaves(batch: Any) -> list[Any]:
+    return tf.nest.flatten(batch, expand_composites=False)
+
+
+def device_copy(framework: str | None, batch_format: str) -> tuple[Callable[[Any], Any] | None, str]:
+    """The host-to-device copy the step makes of each batch, waited for, and how it was made;
+    (None, why) when the step's framework works on no accelerator here."""
+    if framework == "jax" and "jax" in sys.modules:
+        jax = sys.modules["jax"]
+        device = jax.devices()[0]
+        if device.platform == "cpu":
+            return None, "JAX runs on the CPU here: there is no device copy"
+
+        def to_jax(batch: Any) -> Any:
+            leaves = [jax.dlpack.from_dlpack(x) if isinstance(x, DlpackTensor) else x for x in _leaves(batch)]
+            return jax.block_until_ready(jax.device_put(leaves, device))
+
+        return to_jax, f"jax.device_put to {device}, waited for"
+    if framework == "torch" and "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        if not torch.cuda.is_available():
+            return None, "PyTorch has no CUDA device here: there is no device copy"
+
+        def to_torch(batch: Any) -> Any:
+            out = []
+            for x in _leaves(batch):
+                if isinstance(x, DlpackTensor):
+                    x = torch.from_dlpack(x)
+                out.append(torch.as_tensor(x).to("cuda"))
+            torch.cuda.synchronize()
+            return out
+
+        return to_torch, "tensor.to('cuda') and torch.cuda.synchronize()"
+    if framework == "tensorflow" and batch_format == "tf" and tf.config.list_logical_devices("GPU"):
+
+        def to_gpu(batch: Any) -> Any:
+            with tf.device("/GPU:0"):
+                out = [tf.identity(x) for x in _leaves(batch)]
+            tf.test.experimental.sync_devices()
+            return out
+
+        return to_gpu, "tf.identity on /GPU:0 and sync_devices()"
+    return None, f"the step's framework ({framework or 'unknown'}) uses no accelerator here: there is no device copy"
+
+
+def measure_handover(batch: Any, batch_format: str, framework: str | None, rule: StopRule, *,
+                     clock_ns: Callable[[], int]) -> Handover | None:
+    """Time `batch` handed over through the feed of `batch_format` (and the step's device copy)."""
+    copy, text = device_copy(framework, batch_format)
+    feed = BatchFeed(repeated_batch(batch), batch_format, keep_first=0)
+    short = replace(rule, max_seconds=min(rule.max_seconds, MAX_SECONDS), min_seconds=min(rule.min_seconds, MIN_SECONDS))
+    try:
+        run = run_mode("handover", feed, copy, short, clock_ns=clock_ns)
+    finally:
+        feed.close()
+    if run.stop_reason == "interrupted":
+        raise KeyboardInterrupt  # Ctrl-C: the diagnosis ends with what its modes measured
+    return handover_from_run(run, batch_format, text, copy is not None)

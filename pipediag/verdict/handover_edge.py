@@ -1,0 +1,95 @@
+"""The host edge: is the step's wait for input the pipeline, or the hand-over of each batch?
+
+A training loop pays, per batch, the hand-over (get_next, the conversion to the step's format,
+the device copy: analysis/handover.py) whatever the pipeline does. With a tiny step that cost is
+a large share of each iteration, and it shows as waiting for input, although a faster pipeline
+would not remove any of it (issue 14: a 0.2 ms JAX step fed from memory, input alone 3.3x the
+free step, called "input (high)"). The wait is the hand-over when both hold:
+- the pipeline keeps up: alone it delivers batches clearly faster than the free step takes them
+  (input_only / synthetic >= INPUT_HEADROOM, 1.3x, with the interval's lower end above 1), or it
+  takes no longer a batch than the hand-over itself (at most GAP_SIGNIFICANT, 1.15x, the upper
+  end of the hand-over's get_next and conversion): its own work then hides behind its prefetch;
+- the mean wait per step in pipeline mode is at most HANDOVER_WAIT_MARGIN (2x) the upper end of
+  the interval of an already-produced batch's get_next and conversion.
+Then the input rules do not apply. When that wait is >= INPUT_WAIT_HIGH (20%) of the time (the
+TensorFlow profiler's "highly input-bound" line, now paid to the hand-over), the verdict is
+**host** at the hand-over; below, the verdict falls through to the step's rules with the
+hand-over as evidence. Rules in docs/verdict.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipediag.analysis.handover import Handover
+from pipediag.analysis.modes import ModeSummary, rate_ratio
+from pipediag.verdict import thresholds as T
+
+HOST_LIMIT_HANDOVER = "handover"  # facts["host_limit"]: the hand-over of each batch limits training
+
+
+@dataclass(frozen=True)
+class HandoverEdge:
+    explains_wait: bool  # the pipeline keeps up; the step's wait is the hand-over's cost
+    host: bool  # ... and that wait is >= INPUT_WAIT_HIGH of the time: a host verdict
+    evidence: tuple[str, ...] = ()
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def handover_facts(handover: Handover | None, synthetic: ModeSummary | None) -> dict[str, Any]:
+    if handover is None:
+        return {}
+    facts: dict[str, Any] = {"handover_ms": handover.ms_mean}
+    if synthetic is not None and synthetic.batches_per_sec:
+        step_ms = 1e3 / synthetic.batches_per_sec
+        facts["handover_over_free_step"] = handover.ms_mean / step_ms
+    return facts
+
+
+def handover_edge(synthetic: ModeSummary, pipeline: ModeSummary, input_only: ModeSummary | None,
+                  handover: Handover | None) -> HandoverEdge | None:
+    """None when there is no hand-over timing, no input-alone rate, or no wait to explain."""
+    wait = pipeline.input_wait_frac or 0.0
+    if handover is None or input_only is None or wait < T.INPUT_WAIT_MODERATE or not pipeline.batches_per_sec:
+        return None
+    headroom = rate_ratio(input_only, synthetic)
+    fetch_high = handover.fetch_ms_mean_ci[1] if handover.fetch_ms_mean_ci else handover.fetch_ms_mean
+    outruns = headroom is not None and headroom.value >= T.INPUT_HEADROOM and headroom.clearly_above_one
+    # Or the pipeline alone is no slower than handing over a ready batch: its own work hides
+    # behind its prefetch, and what input_only timed is the hand-over itself.
+    alone_ms = 1e3 / input_only.batches_per_sec if input_only.batches_per_sec else None
+    as_fast = alone_ms is not None and alone_ms <= T.GAP_SIGNIFICANT * fetch_high
+    wait_ms = wait * 1e3 / pipeline.batches_per_sec
+    explains = (outruns or as_fast) and wait_ms <= T.HANDOVER_WAIT_MARGIN * fetch_high
+    facts = {**handover_facts(handover, synthetic), "pipeline_wait_ms": wait_ms}
+    if not explains:
+        return HandoverEdge(False, False, (), facts)
+    copy = (f" + {handover.transfer_ms_mean:.3f} ms device copy" if handover.transfer_ms_mean is not None
+            else f" ({handover.transfer_text})")
+    evidence = (
+        f"handing over a batch that is already made costs {handover.ms_mean:.3f} ms "
+        f"({handover.fetch_ms_mean:.3f} ms get_next and conversion to {handover.batch_format}{copy}, "
+        f"{handover.batches} timed): the step waited {wait_ms:.3f} ms per batch in pipeline mode, no more than "
+        f"{T.HANDOVER_WAIT_MARGIN:g}x that, while the pipeline alone "
+        + (f"ran {headroom.value:.2f}x the step's free rate" if outruns else
+           f"took {alone_ms:.3f} ms a batch, no more than the hand-over itself")
+        + ": the wait is the hand-over, not the pipeline; a faster pipeline cannot remove it",
+    )
+    host = wait >= T.INPUT_WAIT_HIGH
+    facts = {**facts, "wait_is_handover": True, **({"host_limit": HOST_LIMIT_HANDOVER} if host else {})}
+    return HandoverEdge(True, host, evidence, facts)
+
+
+def host_edge_verdict(edge: HandoverEdge, synthetic: ModeSummary, handover: Handover, noisy: bool) -> tuple[str, str]:
+    """The host verdict's confidence and headline. High when the GPU was also mostly idle with
+    free input (the step's own per-step overhead agrees); medium otherwise (no GPU readings: the
+    hand-over is measured, but what the device does meanwhile is not); one level lower when noisy."""
+    gpu_idle = synthetic.gpu_util_pct is not None and synthetic.gpu_util_pct < T.GPU_BUSY_FOR_COMPUTE_PCT
+    confidence = "high" if gpu_idle else "medium"
+    if noisy:
+        confidence = {"high": "medium", "medium": "low"}[confidence]
+    share = edge.facts.get("handover_over_free_step")
+    size = f", {share:.2f}x the free step" if share is not None else ""
+    return confidence, (f"host-bound at the hand-over: giving each batch to the step costs {handover.ms_mean:.3f} ms"
+                        f"{size}; the pipeline keeps up")

@@ -1,0 +1,108 @@
+"""`--model` with Keras 3 on the JAX and PyTorch backends, run as users run it: KERAS_BACKEND must
+be set before Keras is first imported, so each backend gets a process of its own."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = "tests/fixtures/pipelines.py"
+
+
+def run(backend, *args, timeout=300):
+    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="100", KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend, module", [("jax", "jax"), ("torch", "torch")])
+def test_diagnose_a_keras_model_on_another_backend(backend, module, tmp_path):
+    pytest.importorskip(module)
+    out = tmp_path / "run.json"
+    done = run(backend, "-m", "pipediag", "diagnose", f"{FIXTURES}:small_vectors", "--model", f"{FIXTURES}:small_model",
+               "--max-seconds", "0.5", "--quiet", "--json", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    d = json.loads(out.read_text())
+    assert d["step"]["framework"] == backend and d["step"]["batch_format"] == f"keras-{backend}"
+    assert f"on the Keras {backend} backend" in d["step"]["description"]
+    assert "NumPy values" in d["step"]["sync"]
+    assert d["modes"]["synthetic"]["steps"] > 0 and d["modes"]["pipeline"]["steps"] > 0
+    assert d["verdict"]["bottleneck"] in ("input", "compute", "host", "inconclusive")
+    handover = d["handover"]
+    assert handover["batch_format"] == f"keras-{backend}" and handover["ms_mean"] > 0
+    assert handover["transfer_ms_mean"] is None and "no device copy" in handover["transfer_text"]
+
+
+CONVERT = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+from pipediag.modes.feeds import BatchFeed, constant_feed, same_batch
+ds = tf.data.Dataset.from_tensor_slices((np.arange(12, dtype='float32').reshape(6, 2), np.arange(6))).batch(3)
+fmt = sys.argv[1]
+feed = BatchFeed(ds, fmt)
+first, second = feed(), feed()
+third = feed()  # the dataset ended and started again, as an epoch loop does
+const = constant_feed(next(iter(ds)), fmt)()
+print(json.dumps({
+    "types": sorted({f"{type(v).__module__.split('.')[0]}.{type(v).__name__}" for v in (*first, *const)}),
+    "values": np.asarray(second[0]).tolist(), "restarts": feed.restarts,
+    # compare's and the tuned check's comparisons: batches of one feed against another's
+    "same_again": same_batch(first, BatchFeed(ds, fmt)()), "differs": not same_batch(first, second),
+}))
+"""
+
+
+@pytest.mark.parametrize("backend, module, types", [
+    ("jax", "jax", ["numpy.ndarray"]),
+    ("torch", "torch", ["torch.Tensor"]),
+])
+def test_batches_are_converted_as_keras_fit_converts_them(backend, module, types):
+    pytest.importorskip(module)
+    done = run(backend, "-c", CONVERT, f"keras-{backend}", timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["types"] == types
+    assert np.array_equal(got["values"], [[6.0, 7.0], [8.0, 9.0], [10.0, 11.0]])
+    assert got["restarts"] == 1 and got["same_again"] and got["differs"]
+
+
+FIT = """
+import json, sys
+sys.path.insert(0, "tests/fixtures")
+from pipelines import serial_sleep_map, small_model
+from pipediag.keras import InputMonitor
+monitor = InputMonitor(verbose=0, warmup_steps=2)
+small_model().fit(serial_sleep_map(batch_size=4), epochs=1, steps_per_epoch=30, callbacks=[monitor], verbose=0)
+d = monitor.diagnosis
+p = d.modes.get("pipeline")
+print(json.dumps({"bottleneck": d.verdict.bottleneck, "reason": d.verdict.reason, "evidence": list(d.verdict.evidence),
+                  "steps": None if p is None else p.steps, "wait": None if p is None else p.input_wait_frac}))
+"""
+
+
+@pytest.mark.slow
+def test_input_monitor_times_the_wait_inside_fit_on_jax():
+    pytest.importorskip("jax")
+    done = run("jax", "-c", FIT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    # 3 ms of sleep per element, 4 elements a batch, a tiny model: almost all of fit is the wait
+    assert got["steps"] == 28 and got["wait"] > 0.5
+    assert got["bottleneck"] == "input"
+
+
+@pytest.mark.slow
+def test_input_monitor_on_pytorch_says_why_it_cannot_time_the_wait():
+    pytest.importorskip("torch")
+    done = run("torch", "-c", FIT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["bottleneck"] == "inconclusive"
+    assert "PyTorch backend" in got["reason"] + " ".join(got["evidence"])

@@ -1,0 +1,103 @@
+"""The host edge on scripted numbers: a wait that is the hand-over of each batch is not input."""
+
+import pytest
+
+from pipediag.analysis.handover import Handover
+from pipediag.verdict import thresholds as T
+from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
+from pipediag.verdict.rules import decide
+from tests.summaries import summary
+
+
+def handover(fetch_ms, transfer_ms=None, rel_ci=0.05):
+    total = fetch_ms + (transfer_ms or 0.0)
+    return Handover(batches=2000, ms_mean=total, ms_mean_ci=(total * (1 - rel_ci), total * (1 + rel_ci)),
+                    fetch_ms_mean=fetch_ms, fetch_ms_mean_ci=(fetch_ms * (1 - rel_ci), fetch_ms * (1 + rel_ci)),
+                    transfer_ms_mean=transfer_ms, batch_format="numpy",
+                    transfer_text="jax.device_put to cuda:0, waited for" if transfer_ms else "JAX runs on the CPU")
+
+
+def issue_case(wait=0.23, input_rate=14000.0, gpu_util=3.0):
+    """Issue 14: a 0.2 ms JAX step (4,400 steps/s free) fed from memory; input alone 14,000/s."""
+    pipeline_rate = 3400.0  # each step waits ~0.068 ms: 23% of 0.29 ms
+    return {
+        "synthetic": summary("synthetic", 4400, gpu_util=gpu_util),
+        "pipeline": summary("pipeline", pipeline_rate, wait=wait, gpu_util=gpu_util),
+        "input_only": summary("input_only", input_rate),
+        "tuned": None,
+    }
+
+
+def test_the_issue_case_is_host_at_the_hand_over_not_input():
+    v = decide(issue_case(), handover=handover(0.055))
+    assert v.bottleneck == "host" and v.confidence == "high"
+    assert v.headline.startswith("host-bound at the hand-over")
+    assert v.facts["host_limit"] == HOST_LIMIT_HANDOVER and v.facts["wait_is_handover"]
+    assert any("the wait is the hand-over, not the pipeline" in e for e in v.evidence)
+    # Without the hand-over's timing the same numbers read as input, as before.
+    assert decide(issue_case()).bottleneck == "input"
+
+
+def test_without_gpu_readings_the_host_edge_is_medium():
+    v = decide(issue_case(gpu_util=None), handover=handover(0.055))
+    assert v.bottleneck == "host" and v.confidence == "medium"
+
+
+@pytest.mark.parametrize("fetch_ms, expected", [(0.040, "host"), (0.030, "input")])
+def test_the_wait_must_be_within_the_margin_of_the_hand_over(fetch_ms, expected):
+    # wait per step 0.0676 ms; the margin covers it when 2x the hand-over's upper bound reaches it
+    wait_ms = 0.23 * 1e3 / 3400
+    assert (T.HANDOVER_WAIT_MARGIN * fetch_ms * 1.05 >= wait_ms) == (expected == "host")
+    assert decide(issue_case(), handover=handover(fetch_ms)).bottleneck == expected
+
+
+@pytest.mark.parametrize("input_rate, expected", [(5800.0, "host"), (5500.0, "input"), (3000.0, "input")])
+def test_the_pipeline_alone_must_keep_up_clearly(input_rate, expected):
+    # 5800 / 4400 = 1.32x (at least INPUT_HEADROOM, interval above 1); 5500 / 4400 = 1.25x
+    assert decide(issue_case(input_rate=input_rate), handover=handover(0.055)).bottleneck == expected
+
+
+def test_a_moderate_wait_that_is_the_hand_over_is_not_called_input():
+    # 10% of the time waiting, all of it hand-over: below the 20% line the step's rules decide
+    cases = issue_case(wait=0.10, gpu_util=80.0)
+    cases["pipeline"] = summary("pipeline", 4000, wait=0.10, gpu_util=80.0)
+    v = decide(cases, handover=handover(0.025))
+    assert v.bottleneck == "compute" and v.facts["wait_is_handover"]
+    assert "host_limit" not in v.facts
+    assert decide(cases).bottleneck == "input"  # what it said before
+
+
+def test_a_real_input_bottleneck_is_still_input():
+    cases = {"synthetic": summary("synthetic", 200), "pipeline": summary("pipeline", 50, wait=0.7),
+             "input_only": summary("input_only", 52), "tuned": None}
+    assert decide(cases, handover=handover(0.05)).bottleneck == "input"
+
+
+def test_the_host_edge_fixes_do_more_work_per_hand_over_and_never_cache():
+    from pipediag.fixes.recommend import recommend
+
+    cases = issue_case()
+    v = decide(cases, handover=handover(0.055))
+    fixes = recommend(v, cases, [], gpu_present=True, framework="jax").fixes
+    kinds = [f.kind for f in fixes]
+    assert kinds == ["batch_size", "steps_per_call", "device_prefetch", "batch_format"]
+    assert "jax.lax.scan" in fixes[1].code and "prefetch_to_device" in fixes[2].code
+    assert all(f.measured_speedup is None for f in fixes)
+    keras = recommend(v, cases, [], gpu_present=True, framework="tensorflow").fixes
+    assert "steps_per_execution=8" in keras[1].code
+
+
+def test_a_pipeline_no_slower_than_the_hand_over_itself_keeps_up_too():
+    # tiny_step on the 2-core machine (flock, 2026-12-01): input alone only 1.13x the free step,
+    # but 0.32 ms a batch against 0.35 ms to hand over a ready one; the step waited 0.32 ms a batch.
+    cases = {"synthetic": summary("synthetic", 2762), "pipeline": summary("pipeline", 747, wait=0.47),
+             "input_only": summary("input_only", 3118), "tuned": None}
+    ready = Handover(batches=8559, ms_mean=0.346, ms_mean_ci=(0.233, 0.458), fetch_ms_mean=0.345,
+                     fetch_ms_mean_ci=(0.232, 0.457), transfer_ms_mean=None, batch_format="numpy",
+                     transfer_text="JAX runs on the CPU here: there is no device copy")
+    v = decide(cases, handover=ready)
+    assert v.bottleneck == "host" and v.confidence == "medium"
+    assert any("no more than the hand-over itself" in e for e in v.evidence)
+    # A pipeline alone 1.2x slower than the hand-over's upper bound is not "as fast": input again
+    slower = dict(cases, input_only=summary("input_only", 1e3 / (0.457 * 1.2)))
+    assert decide(slower, handover=ready).bottleneck == "input"

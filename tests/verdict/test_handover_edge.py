@@ -89,7 +89,7 @@ def test_the_host_edge_fixes_do_more_work_per_hand_over_and_never_cache():
 
 def test_a_pipeline_no_slower_than_the_hand_over_itself_keeps_up_too():
     # tiny_step on the 2-core machine (flock, 2026-12-01): input alone only 1.13x the free step,
-    # but 0.32 ms a batch against 0.35 ms to hand over a ready one; the step waited 0.32 ms a batch.
+    # but 0.32 ms a batch against 0.35 ms to hand over a ready one; the step waited 0.63 ms a batch.
     cases = {"synthetic": summary("synthetic", 2762), "pipeline": summary("pipeline", 747, wait=0.47),
              "input_only": summary("input_only", 3118), "tuned": None}
     ready = Handover(batches=8559, ms_mean=0.346, ms_mean_ci=(0.233, 0.458), fetch_ms_mean=0.345,

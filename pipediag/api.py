@@ -23,6 +23,7 @@ from pipediag.errors import UsageError
 from pipediag.fixes.recommend import recommend
 from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun, StopRule, run_mode
+from pipediag.modes.watchdog import RunStalled, StallInfo, Stalled, Watchdog
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
 from pipediag.steps.step import BATCH_FORMATS, Observed, Step
@@ -63,6 +64,7 @@ class _Run:
     anatomy: Any = None  # analysis.waterfall.Anatomy
     candidates: list | None = None  # (key, kind, stage) of the changes the tuned mode planned
     tuning_outcome: Any = None  # modes.ablation.TuningOutcome, filled in as the variants run
+    stall: StallInfo | None = None  # where the run stalled, if it did
 
     def __post_init__(self) -> None:
         self.runs: dict[str, ModeRun] = {}
@@ -90,6 +92,7 @@ def diagnose(
     progress: Progress | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
     scale_command: str | None = None,
+    stall_timeout_s: float | None = None,
 ) -> Diagnosis:
     """Diagnose a tf.data pipeline feeding a training step.
 
@@ -105,6 +108,9 @@ def diagnose(
     thorough: longer windows for the anatomy and the ablation, and all-but-one ablation runs.
     scale_command: the `pipediag scale` command line a tf.data service fix should quote (the CLI
     passes the user's own target and options).
+    stall_timeout_s: a batch or step that takes longer ends the run with status "stalled" (the
+    modes measured before are kept); None: a deadline fitted to the slowest batch seen
+    (modes.watchdog). The stuck call's thread is left behind: the CLI ends the process.
     """
     if model is not None and step is not None:
         raise UsageError("give a model or a step, not both", "--model for a Keras model, --step for your own step")
@@ -126,11 +132,14 @@ def diagnose(
     progress.phase("reading the environment")
     state.environment = collect(nvml_lib=nvml_lib)
     sampler.start()
+    watchdog = Watchdog(stall_timeout_s)
     try:
         _gather(state, sampler, builder, model, step, step_label, builder_kwargs or {}, batch_size, batched,
-                batch_format, modes, rule, ram_budget_bytes, anatomy, thorough, progress, clock_ns)
+                batch_format, modes, rule, ram_budget_bytes, anatomy, thorough, progress, clock_ns, watchdog)
     except KeyboardInterrupt:
         state.interrupted = True
+    except RunStalled as stalled:
+        state.stall = stalled.info
     finally:
         log = sampler.stop()
     if sampler.error is not None:
@@ -140,7 +149,8 @@ def diagnose(
 
 
 def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, builder_kwargs, batch_size, batched,
-            batch_format, modes, rule, ram_budget_bytes, anatomy, thorough, progress: Progress, clock_ns) -> None:
+            batch_format, modes, rule, ram_budget_bytes, anatomy, thorough, progress: Progress, clock_ns,
+            watchdog: Watchdog) -> None:
     # TensorFlow is imported only once a diagnosis really starts.
     from pipediag.builder.graph import GraphError, PipelineGraph
     from pipediag.builder.prepare import prepare_dataset
@@ -148,12 +158,28 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     from pipediag.modes.checks import is_deterministic
     from pipediag.modes.feeds import BatchFeed, constant_feed
     from pipediag.modes.tuning import facts_for, plan_tuning
-    from pipediag.modes.waterfall import THOROUGH, WaterfallRule, measure_anatomy
+    from pipediag.modes.waterfall import THOROUGH, WaterfallRule, locate_stall, measure_anatomy
     from pipediag.steps.device_memory import DeviceMemory
     from pipediag.steps.make import make_step
 
-    prepared = prepare_dataset(builder, builder_kwargs, batch_size, batched, rule.warmup_steps + rule.min_steps,
-                               clock_ns=clock_ns, phase=progress.phase)
+    def stalled(mode: str, stall: Stalled, steps: int = 0, reads_pipeline: bool = True) -> RunStalled:
+        """The run ends here; for a mode reading the user's pipeline, find the stage that stalls."""
+        stage = why = None  # a step that did not return: no stage of the pipeline to name
+        if reads_pipeline and "inside the step" not in stall.what:
+            stage, why = None, "the pipeline's graph could not be read"
+            if graph is not None:
+                progress.phase("finding the stage that stalls")
+                stage, why = locate_stall(graph, dataset.options(), watchdog, stall.timeout_s)
+        return RunStalled(StallInfo(mode=mode, what=stall.what, waited_s=round(stall.waited_s, 3),
+                                    timeout_s=stall.timeout_s, steps=steps, stage=stage, stage_reason=why))
+
+    graph = dataset = None
+    try:
+        prepared = prepare_dataset(builder, builder_kwargs, batch_size, batched, rule.warmup_steps + rule.min_steps,
+                                   clock_ns=clock_ns, phase=progress.phase, guard=watchdog.call)
+    except Stalled as stall:  # the first batch never came
+        graph, dataset = getattr(stall, "graph", None), getattr(stall, "dataset", None)
+        raise stalled("first batch", stall) from None
     dataset, graph, stages = prepared.dataset, prepared.graph, prepared.stages
     state.notes.extend(prepared.notes)
     state.stages = stages
@@ -181,7 +207,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         try:
             result = run_mode(
                 name, next_batch, step_fn, mode_rule or rule, clock_ns=clock_ns, progress=progress.mode,
-                dispatch=dispatch, hideable_ns=hideable.get("ns") if dispatch else None, **kw,
+                dispatch=dispatch, hideable_ns=hideable.get("ns") if dispatch else None, watchdog=watchdog, **kw,
             )
         finally:
             if isinstance(next_batch, BatchFeed):
@@ -199,6 +225,9 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
             state.runs[name] = result
         if result.stop_reason == "interrupted":
             raise KeyboardInterrupt
+        if result.stop_reason == "stalled":
+            reads_pipeline = name in ("pipeline", "input_only")  # a variant's graph is not the user's
+            raise stalled(name, watchdog.last_stall, steps=result.steps, reads_pipeline=reads_pipeline)
         return result
 
     hideable: dict[str, int | None] = {}  # the device work a fetch can hide behind, from synthetic mode
@@ -220,11 +249,13 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
             result = measure_anatomy(
                 PipelineGraph.from_dataset(dataset), dataset.options(), batch_size=state.element.batch_size,
                 rule=THOROUGH if thorough else WaterfallRule(), first_batch_s=prepared.first_batch_ns / 1e9,
-                clock_ns=clock_ns,
+                clock_ns=clock_ns, watchdog=watchdog,
             )
             state.stages, state.anatomy = tuple(result.stages), result.anatomy
         except GraphError as error:
             state.notes.append(f"no anatomy: {error}")
+        except Stalled as stall:
+            raise stalled("anatomy", stall) from None
     if "tuned" in modes and not oom and graph is not None:
         progress.phase("tuning the pipeline")
         log = sampler.log()
@@ -304,10 +335,14 @@ def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
 def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapsed_s: float,
               scale_command: str | None = None, ram_budget_bytes: int | None = None) -> Diagnosis:
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
-    complete = not state.interrupted
+    complete = not state.interrupted and state.stall is None
+    if state.stall is not None:
+        notes_stall = [state.stall.text + "; the modes measured before it are kept, the later ones were not run"]
+    else:
+        notes_stall = []
     framework = _framework(state)
     environment = None if state.environment is None else state.environment.for_step(framework)
-    notes = list(state.notes) + _framework_notes(framework, summaries)
+    notes = notes_stall + list(state.notes) + _framework_notes(framework, summaries)
     verdict = recommendation = ablation = None
     if "synthetic" in summaries:
         verdict = decide(summaries, gpu_expected=bool(state.environment and state.environment.gpus),
@@ -316,7 +351,9 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
             verdict = replace(
                 verdict,
                 confidence="low",
-                evidence=verdict.evidence + ("the run was interrupted: this verdict uses only the modes that finished",),
+                evidence=verdict.evidence + (
+                    f"the run {'stalled' if state.stall else 'was interrupted'}: this verdict uses only the modes "
+                    "that finished",),
             )
         ablation = _ablation(state, summaries)
         recommendation = recommend(
@@ -328,7 +365,8 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
             slow_stage=None if state.anatomy is None else state.anatomy.bottleneck_stage,
         )
     return Diagnosis(
-        status="complete" if complete else "interrupted",
+        status="complete" if complete else ("stalled" if state.stall else "interrupted"),
+        stall=state.stall,
         target=state.target,
         step=_step_info(state.step, framework),
         environment=environment,

@@ -25,6 +25,7 @@ from pipediag.errors import UsageError
 from pipediag.fixes.recommend import Fix
 from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun
+from pipediag.modes.watchdog import StallInfo
 from pipediag.samples.readings import SampleLog
 from pipediag.steps.step import StepInfo
 from pipediag.verdict.rules import Verdict
@@ -41,7 +42,7 @@ MODE_NAMES = ("synthetic", "pipeline", "input_only", "tuned")
 
 @dataclass(frozen=True)
 class Diagnosis:
-    status: str  # complete | interrupted
+    status: str  # complete | interrupted | stalled
     target: str
     step: StepInfo | None
     environment: Environment
@@ -64,6 +65,7 @@ class Diagnosis:
     created_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     anatomy: Anatomy | None = None  # the rate after each stage, and the slow stage
     ablation: Ablation | None = None  # what each tuned-mode change gave on its own
+    stall: StallInfo | None = None  # status "stalled": where, and the stage when it could be found
 
     def mode(self, name: str) -> ModeSummary | None:
         return self.modes.get(name)
@@ -111,6 +113,7 @@ class Diagnosis:
             "fixes": [f.to_dict() for f in self.fixes],
             "tried": [c.to_dict() for c in self.tried],
             "notes": list(self.notes),
+            "stall": None if self.stall is None else self.stall.to_dict(),
             "samples": self.samples.to_dict(),
         }
 
@@ -156,6 +159,7 @@ class Diagnosis:
             created_at=d.get("created_at", ""),
             anatomy=None if d.get("anatomy") is None else Anatomy.from_dict(d["anatomy"]),
             ablation=None if tuning.get("ablation") is None else Ablation.from_dict(tuning["ablation"]),
+            stall=None if d.get("stall") is None else StallInfo.from_dict(d["stall"]),
         )
 
 

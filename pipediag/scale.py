@@ -67,7 +67,9 @@ class _Interrupts:
     def __enter__(self) -> _Interrupts:
         if threading.current_thread() is threading.main_thread():
             for sig, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
-                if signal.getsignal(sig) == default:  # getsignal may give SIG_DFL as a plain 0
+                current = signal.getsignal(sig)
+                # getsignal may give SIG_DFL as a plain 0; the CLI's SIGTERM handler is taken over too
+                if current == default or getattr(current, "pipediag_interrupt", False):
                     self._previous[sig] = signal.signal(sig, self._handler)
         return self
 
@@ -77,6 +79,9 @@ class _Interrupts:
 
     def _handler(self, signum, frame) -> None:
         self.requested = True
+        previous = self._previous.get(signum)
+        if getattr(previous, "pipediag_interrupt", False):
+            previous(signum, frame)  # the CLI's: it records SIGTERM (exit code 143) and raises
         raise KeyboardInterrupt
 
     def check(self) -> None:

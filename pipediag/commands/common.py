@@ -13,6 +13,13 @@ from pipediag.errors import UsageError
 
 EXIT_OK, EXIT_USER_CODE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_SLOWER = 3  # compare --fail-if-slower: B is slower than A by more than the limit, with confidence
+EXIT_STALLED = 4  # no batch (or no step) for --stall-timeout: the partial report is still written
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15), e.g. from `timeout` or a job scheduler: as Ctrl-C otherwise
+
+
+def exit_code_for(status: str) -> int:
+    """A finished command's exit code from its result's status (interrupted: see cli.main for SIGTERM)."""
+    return {"interrupted": EXIT_INTERRUPTED, "stalled": EXIT_STALLED}.get(status, EXIT_OK)
 
 
 def positive_float(text: str) -> float:

@@ -18,8 +18,9 @@ from rich.console import Console
 
 from pipediag._version import __version__
 from pipediag.commands import compare, diagnose, env, report, scale, sweep
-from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, EXIT_USER_CODE
+from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_STALLED, EXIT_TERMINATED, EXIT_USAGE, EXIT_USER_CODE
 from pipediag.errors import PipediagError, UsageError, UserCodeError
+from pipediag.modes.watchdog import Stalled
 
 COMMANDS = {"diagnose": diagnose, "compare": compare, "sweep": sweep, "scale": scale, "env": env, "report": report}
 
@@ -123,6 +124,12 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         err.print("[bold red]interrupted[/bold red] before any mode had finished: nothing to report")
         return EXIT_INTERRUPTED
+    except Stalled as stall:  # before any mode ran (a first batch that never came): nothing to report
+        err.print(f"[bold red]error:[/bold red] stalled before anything was measured: {stall}", markup=True,
+                  highlight=False)
+        err.print("HINT: the pipeline produced no batch in time; check the reads it waits on, or raise "
+                  "--stall-timeout if a first batch really takes this long", markup=False, highlight=False)
+        return EXIT_STALLED
 
 
 if __name__ == "__main__":  # pragma: no cover

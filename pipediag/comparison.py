@@ -81,7 +81,7 @@ class SideNumbers:
 
 @dataclass(frozen=True)
 class Comparison:
-    status: str  # complete | interrupted
+    status: str  # complete | interrupted | stalled
     a: SideInfo
     b: SideInfo
     step: StepInfo | None

@@ -21,7 +21,7 @@ from pipediag.analysis.waterfall import Anatomy
 from pipediag.builder.element import ElementInfo
 from pipediag.builder.stages import Stage
 from pipediag.environment import Environment
-from pipediag.errors import UsageError
+from pipediag.errors import OutputError, UsageError
 from pipediag.fixes.recommend import Fix
 from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun
@@ -169,14 +169,25 @@ def write_json(data: dict[str, Any], path: str) -> None:
 
 
 def write_text(text: str, path: str) -> None:
-    """Write atomically: a temp file in the same folder, then rename over the target, so a
-    reader (or a Ctrl-C) never sees half a file."""
+    """Write atomically: a temp file in the same folder, flushed to disk, then renamed over the
+    target, so a reader (or a Ctrl-C, or a power cut) never sees half a file: the file is whole
+    or as it was. An OS error (full disk, no permission) is an `OutputError` naming the file,
+    and leaves no temp file behind."""
+    try:
+        _write_atomically(text, path)
+    except OSError as error:
+        raise OutputError(path, error) from error
+
+
+def _write_atomically(text: str, path: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".pipediag-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())  # the data is on disk before the name points at it
         # mkstemp makes the file private (0600); a report is as readable as any file the user writes.
         umask = os.umask(0)
         os.umask(umask)

@@ -104,7 +104,7 @@ class ServiceInfo:
 
 @dataclass(frozen=True)
 class ScaleResult:
-    status: str  # complete | interrupted
+    status: str  # complete | interrupted | stalled
     target: str
     step: StepInfo | None
     environment: Environment

@@ -20,6 +20,7 @@ worker, so the handoff is not part of any measured step.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -83,43 +84,44 @@ class RunStalled(Exception):
 
 
 class _Job:
+    """One call. `done` is a bare lock, held until the call returns: the caller waits by acquiring
+    it. A bare lock's acquire is interrupted by a signal cleanly (the handler's KeyboardInterrupt
+    leaves it unheld); `Event.wait` is not always: an interrupt that lands inside its Condition's
+    bookkeeping raised "release unlocked lock" instead of KeyboardInterrupt (seen with SIGTERM)."""
+
     __slots__ = ("fn", "done", "result", "error")
 
     def __init__(self, fn: Callable[[], Any]):
         self.fn = fn
-        self.done = threading.Event()
+        self.done = threading.Lock()
+        self.done.acquire()
         self.result: Any = None
         self.error: BaseException | None = None
 
 
 class _Worker(threading.Thread):
-    """Runs one job at a time, handed over through `submit`."""
+    """Runs the jobs handed over through `submit`, one at a time. The handoff is a SimpleQueue
+    (C code, no Python-level lock a signal could interrupt halfway)."""
 
     def __init__(self) -> None:
         super().__init__(name="pipediag-watchdog-worker", daemon=True)
-        self._ready = threading.Condition()
-        self._job: _Job | None = None
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self.busy = False
 
     def submit(self, job: _Job) -> None:
-        with self._ready:
-            self._job = job
-            self.busy = True
-            self._ready.notify()
+        self.busy = True
+        self._jobs.put(job)
 
     def run(self) -> None:
         while True:
-            with self._ready:
-                while self._job is None:
-                    self._ready.wait()
-                job, self._job = self._job, None
+            job = self._jobs.get()
             try:
                 job.result = job.fn()
             except BaseException as error:  # handed to the caller, which re-raises it
                 job.error = error
             finally:
                 self.busy = False
-                job.done.set()
+                job.done.release()
 
 
 def stuck_threads() -> int:
@@ -170,7 +172,7 @@ class Watchdog:
         start = self.clock()
         worker.submit(job)
         try:
-            finished = job.done.wait(deadline)
+            finished = job.done.acquire(timeout=deadline)
         except BaseException:
             self._worker = None  # still inside the call: the next one gets a fresh worker
             raise

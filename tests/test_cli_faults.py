@@ -1,0 +1,182 @@
+"""Faults at run time, with real processes: `python -m pipediag` on small builders written into
+tmp_path. A pipeline or step that stalls, SIGTERM. Each test checks the exit code, the partial
+files, and that the process ended (subprocess returns) although a thread was stuck. Outer timeouts
+are generous and nothing is timed."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+BUILDERS = '''
+import os
+import time
+
+import tensorflow as tf
+
+STEP_CALLS = [0]
+
+
+def _hang_after(after, marker):
+    def read(x):
+        if int(x) >= after:
+            if marker:
+                open(marker, "w").close()
+            time.sleep(100_000)  # a network read that never returns
+        return x
+    return read
+
+
+def hang_read(after=0, marker=""):
+    read = _hang_after(int(after), marker)
+
+    def hang_read(x):
+        return tf.py_function(read, [x], tf.int64)
+    ds = tf.data.Dataset.range(10_000_000).map(hang_read)
+    return ds.map(lambda x: tf.ones([4]) * tf.cast(x, tf.float32)).batch(8)
+
+
+def fine():
+    return tf.data.Dataset.range(10_000_000).map(lambda x: tf.ones([4]) * tf.cast(x, tf.float32)).batch(8)
+
+
+def stuck_step():
+    def step(batch):
+        STEP_CALLS[0] += 1
+        if STEP_CALLS[0] > 20:
+            time.sleep(100_000)  # a device that never finishes
+        return batch
+    return step
+
+
+def marking_step():
+    marker = os.environ["PIPEDIAG_TEST_MARKER"]
+
+    def step(batch):
+        STEP_CALLS[0] += 1
+        if STEP_CALLS[0] == 30:
+            open(marker, "w").close()
+        return batch
+    return step
+'''
+
+
+@pytest.fixture
+def spec(tmp_path):
+    path = tmp_path / "faults.py"
+    path.write_text(textwrap.dedent(BUILDERS))
+    return lambda name: f"{path}:{name}"
+
+
+def _env(**extra):
+    return dict(os.environ, PYTHONPATH=ROOT, COLUMNS="100", **extra)
+
+
+def pipediag(*args, timeout=240, **env):
+    return subprocess.run([sys.executable, "-m", "pipediag", *args], capture_output=True, text=True,
+                          env=_env(**env), timeout=timeout, cwd=ROOT)
+
+
+def _outputs(tmp_path):
+    out, page, samples = tmp_path / "run.json", tmp_path / "run.html", tmp_path / "samples.csv"
+    return (out, page, samples), ["--json", str(out), "--html", str(page), "--samples-csv", str(samples)]
+
+
+def _no_temp_files(folder):
+    return [p.name for p in folder.iterdir() if p.name.startswith(".pipediag-")] == []
+
+
+@pytest.mark.slow
+def test_a_pipeline_that_stalls_ends_the_run_with_its_stage_named_and_every_file(spec, tmp_path):
+    (out, page, samples), files = _outputs(tmp_path)
+    result = pipediag("diagnose", spec("hang_read"), "--arg", "after=400", "--max-seconds", "1",
+                      "--stall-timeout", "3", *files)
+    assert result.returncode == 4, result.stderr
+    assert "[STALLED: partial" in result.stdout
+    data = json.loads(out.read_text())
+    assert data["status"] == "stalled"
+    assert data["modes"]["synthetic"]["steps"] > 0  # measured before the stall, kept
+    stall = data["stall"]
+    assert stall["mode"] == "pipeline" and "waiting for the next batch" in stall["what"]
+    assert stall["stage"] == "map(hang_read)"
+    assert "STALLED: partial report" in page.read_text()
+    assert len(samples.read_text().splitlines()) > 5
+    assert _no_temp_files(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_first_batch_that_never_comes_is_a_stall_too(spec, tmp_path):
+    out = tmp_path / "run.json"
+    result = pipediag("diagnose", spec("hang_read"), "--max-seconds", "1", "--stall-timeout", "3", "--json", str(out),
+                      "--quiet")
+    assert result.returncode == 4, result.stderr
+    data = json.loads(out.read_text())
+    assert data["status"] == "stalled" and data["stall"]["mode"] == "first batch"
+    assert data["stall"]["stage"] == "map(hang_read)"
+    assert data["verdict"] is None and data["modes"]["synthetic"] is None  # nothing was measured: nothing guessed
+
+
+@pytest.mark.slow
+def test_a_step_that_does_not_return_is_a_stall_named_as_the_step(spec, tmp_path):
+    out = tmp_path / "run.json"
+    result = pipediag("diagnose", spec("fine"), "--step", spec("stuck_step"), "--max-seconds", "1",
+                      "--stall-timeout", "3", "--json", str(out), "--quiet")
+    assert result.returncode == 4, result.stderr
+    stall = json.loads(out.read_text())["stall"]
+    assert stall["mode"] == "synthetic" and "inside the step" in stall["what"] and stall["stage"] is None
+
+
+def _wait_for(path, process, timeout_s=180):
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, "the run never reached the point to signal it"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_sigterm_writes_the_partial_report_and_exits_143(spec, tmp_path):
+    (out, page, samples), files = _outputs(tmp_path)
+    marker = tmp_path / "stepping"
+    process = subprocess.Popen([sys.executable, "-m", "pipediag", "diagnose", spec("fine"), "--step",
+                                spec("marking_step"), "--max-seconds", "60", *files], cwd=ROOT,
+                               env=_env(PIPEDIAG_TEST_MARKER=str(marker)), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(marker, process)
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 143, stderr
+    assert "[INTERRUPTED: partial" in stdout
+    data = json.loads(out.read_text())
+    assert data["status"] == "interrupted" and data["modes"]["synthetic"]["steps"] > 0
+    assert page.exists() and samples.exists() and _no_temp_files(tmp_path)
+
+
+@pytest.mark.slow
+def test_sigterm_while_a_pipeline_hangs_still_ends_the_process(spec, tmp_path):
+    out = tmp_path / "run.json"
+    marker = tmp_path / "hanging"
+    process = subprocess.Popen([sys.executable, "-m", "pipediag", "diagnose", spec("hang_read"), "--arg", "after=400",
+                                "--arg", f"marker={marker}", "--max-seconds", "1", "--stall-timeout", "600",
+                                "--json", str(out), "--quiet"], cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(marker, process)
+        time.sleep(0.5)  # let the main thread reach its wait for the batch
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 143, stderr
+    data = json.loads(out.read_text())
+    assert data["status"] == "interrupted" and data["modes"]["synthetic"]["steps"] > 0

@@ -335,10 +335,10 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
             without_cache = graph.copy()
             cached = graph.splice_over(cache.node, lambda d: d.cache(), "cache")
             limit_s = 2 * plan.facts.fill_budget_seconds
-            cache_fill_ns = _fill(graph.cut(cached), limit_s, clock_ns)
+            cache_fill_ns, why = fill_cache(graph.cut(cached), limit_s, plan.facts.ram_budget_bytes, clock_ns)
             if cache_fill_ns is None:
                 graph = without_cache
-                outcome(cache.skipped(f"filling it took over {limit_s:.0f} s; stopped"))
+                outcome(cache.skipped(why))
             else:
                 outcome(Change(**{**cache.to_dict(), "details": {**cache.details, "fill_ns": cache_fill_ns}}))
 
@@ -468,14 +468,49 @@ def _compatible(a, b) -> bool:
     return all(x.is_compatible_with(y) for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b)))
 
 
-def _fill(cached_cut, limit_s: float, clock_ns: Callable[[], int]) -> int | None:
-    """Iterate the cached part once so the in-memory cache is complete; None if it overran.
-    A cache whose first pass is abandoned is discarded by TensorFlow, so stopping is safe."""
+RSS_CHECK_S = 0.05  # how often the filling cache's memory is read (psutil: ~20 µs a read)
+
+
+def rss_bytes() -> int:
+    return psutil.Process().memory_info().rss
+
+
+def fill_cache(cached_cut, limit_s: float, ram_budget_bytes: int, clock_ns: Callable[[], int] = time.monotonic_ns,
+               rss: Callable[[], int] = rss_bytes) -> tuple[int | None, str | None]:
+    """Iterate the cached part once so the in-memory cache is complete: (nanoseconds it took,
+    None), or (None, why it was abandoned). It is abandoned when it takes over `limit_s`, or
+    when this process's resident memory grows past `ram_budget_bytes` while it fills. The size
+    estimate that chose the cache rests on the dataset's cardinality (or a counting pass), which
+    can be wrong (an `assert_cardinality` that lies, a filter, elements that vary in size); the
+    memory actually taken is what decides. A cache whose first pass is abandoned is discarded by
+    TensorFlow (its iterator is dropped here), so stopping is safe."""
     start = clock_ns()
-    for _ in cached_cut:
-        if (clock_ns() - start) / 1e9 > limit_s:
-            return None
-    return clock_ns() - start
+    base = rss()
+    last_check = start
+    iterator = iter(cached_cut)
+    try:
+        for _ in iterator:
+            now = clock_ns()
+            if (now - start) / 1e9 > limit_s:
+                return None, f"filling it took over {limit_s:.0f} s; stopped"
+            if (now - last_check) / 1e9 >= RSS_CHECK_S:
+                last_check = now
+                grown = rss() - base
+                if grown > ram_budget_bytes:
+                    return None, (f"while it filled, this process's memory grew by {grown / 2**30:.2f} GiB, past the "
+                                  f"RAM budget of {ram_budget_bytes / 2**30:.2f} GiB (--ram-budget-mb): abandoned "
+                                  "before it could exhaust memory; the dataset holds more than its size estimate said")
+    except tf.errors.OpError as error:  # e.g. an assert_cardinality that lies: TensorFlow stops the pass
+        first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        return None, f"filling it failed, so it was abandoned: {type(error).__name__}: {first}"
+    else:
+        grown = rss() - base
+        if grown > ram_budget_bytes:
+            return None, (f"once filled it took {grown / 2**30:.2f} GiB, past the RAM budget of "
+                          f"{ram_budget_bytes / 2**30:.2f} GiB (--ram-budget-mb): dropped")
+        return clock_ns() - start, None
+    finally:
+        del iterator  # an unfinished cache is released with its iterator
 
 
 def _options(latency: bool):

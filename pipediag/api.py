@@ -19,7 +19,7 @@ from pipediag.analysis.buffers import shuffle_buffers
 from pipediag.analysis.modes import input_side_cpu, summarize
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 from pipediag.environment import Environment, collect
-from pipediag.errors import UsageError
+from pipediag.errors import UsageError, UserCodeError
 from pipediag.fixes.recommend import recommend
 from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun, StopRule, run_mode
@@ -65,6 +65,8 @@ class _Run:
     candidates: list | None = None  # (key, kind, stage) of the changes the tuned mode planned
     tuning_outcome: Any = None  # modes.ablation.TuningOutcome, filled in as the variants run
     stall: StallInfo | None = None  # where the run stalled, if it did
+    failure: UserCodeError | None = None  # the user's code raised after some modes were measured
+    running: str | None = None  # the mode (or phase) running now, to say where a failure happened
 
     def __post_init__(self) -> None:
         self.runs: dict[str, ModeRun] = {}
@@ -140,6 +142,12 @@ def diagnose(
         state.interrupted = True
     except RunStalled as stalled:
         state.stall = stalled.info
+    except UserCodeError as error:
+        if not state.runs:
+            raise  # nothing measured yet: the error is the whole answer
+        state.failure = error
+        state.notes.insert(0, f"{state.running or 'the run'} failed: {error.message}; the modes measured before "
+                              "it are kept, the later ones were not run")
     finally:
         log = sampler.stop()
     if sampler.error is not None:
@@ -198,6 +206,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     def run(name: str, next_batch, with_step: bool, mode_rule: StopRule | None = None, record: bool = True,
             **kw) -> ModeRun:
         progress.phase(f"{name} mode")
+        state.running = f"{name} mode"
         if with_step:
             memory.start()
         # A JAX or PyTorch step runs with one step in flight while the next batch is fetched, as
@@ -245,6 +254,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         run("input_only", feeds["input_only"], False)
     if anatomy and graph is not None and "input_only" in modes:
         progress.phase("timing the pipeline after each stage (anatomy)")
+        state.running = "the anatomy"
         try:
             result = measure_anatomy(
                 PipelineGraph.from_dataset(dataset), dataset.options(), batch_size=state.element.batch_size,
@@ -258,6 +268,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
             raise stalled("anatomy", stall) from None
     if "tuned" in modes and not oom and graph is not None:
         progress.phase("tuning the pipeline")
+        state.running = "tuning"
         log = sampler.log()
         measured = summarize(state.runs["pipeline"], log)
         input_side = summarize(state.runs["input_only"], log) if "input_only" in state.runs else measured
@@ -335,7 +346,7 @@ def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
 def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapsed_s: float,
               scale_command: str | None = None, ram_budget_bytes: int | None = None) -> Diagnosis:
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
-    complete = not state.interrupted and state.stall is None
+    complete = not state.interrupted and state.stall is None and state.failure is None
     if state.stall is not None:
         notes_stall = [state.stall.text + "; the modes measured before it are kept, the later ones were not run"]
     else:
@@ -352,8 +363,7 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
                 verdict,
                 confidence="low",
                 evidence=verdict.evidence + (
-                    f"the run {'stalled' if state.stall else 'was interrupted'}: this verdict uses only the modes "
-                    "that finished",),
+                    f"the run {_ended(state)}: this verdict uses only the modes that finished",),
             )
         ablation = _ablation(state, summaries)
         recommendation = recommend(
@@ -365,8 +375,9 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
             slow_stage=None if state.anatomy is None else state.anatomy.bottleneck_stage,
         )
     return Diagnosis(
-        status="complete" if complete else ("stalled" if state.stall else "interrupted"),
+        status=_status(state),
         stall=state.stall,
+        error=state.failure,
         target=state.target,
         step=_step_info(state.step, framework),
         environment=environment,
@@ -395,6 +406,18 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
         notes=tuple(notes),
         elapsed_s=elapsed_s,
     )
+
+
+def _status(state: _Run) -> str:
+    if state.stall is not None:
+        return "stalled"
+    if state.failure is not None:
+        return "failed"
+    return "interrupted" if state.interrupted else "complete"
+
+
+def _ended(state: _Run) -> str:
+    return {"stalled": "stalled", "failed": "failed", "interrupted": "was interrupted"}.get(_status(state), "ended")
 
 
 def _ablation(state: _Run, summaries: dict):

@@ -42,7 +42,7 @@ MODE_NAMES = ("synthetic", "pipeline", "input_only", "tuned")
 
 @dataclass(frozen=True)
 class Diagnosis:
-    status: str  # complete | interrupted | stalled
+    status: str  # complete | interrupted | stalled | failed (the user's code raised mid-run)
     target: str
     step: StepInfo | None
     environment: Environment
@@ -66,6 +66,9 @@ class Diagnosis:
     anatomy: Anatomy | None = None  # the rate after each stage, and the slow stage
     ablation: Ablation | None = None  # what each tuned-mode change gave on its own
     stall: StallInfo | None = None  # status "stalled": where, and the stage when it could be found
+    # status "failed": the user's error, for the command line to show with its traceback. Not in
+    # the JSON (the notes say which mode failed and how); None after a round trip.
+    error: Exception | None = field(default=None, compare=False, repr=False)
 
     def mode(self, name: str) -> ModeSummary | None:
         return self.modes.get(name)

@@ -239,6 +239,8 @@ def sweep(
             modes=SWEEP_MODES, stop_rule=rule, sample_hz=sample_hz, nvml_lib=nvml_lib, label=label,
             step_label=step_label, progress=progress, clock_ns=clock_ns, stall_timeout_s=stall_timeout_s,
         )
+        if d.error is not None:  # the user's code raised: as before the partial diagnosis, the sweep ends with it
+            raise d.error
         if d.element is not None and d.element.batch_size not in (None, b):
             raise UsageError(
                 f"asked for batch size {b}, the dataset's batches hold {d.element.batch_size} examples",

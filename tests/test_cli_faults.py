@@ -56,6 +56,26 @@ def stuck_step():
     return step
 
 
+def raise_after(after=400):
+    def read(x):
+        if int(x) >= int(after):
+            raise ValueError(f"corrupt record {int(x)}")
+        return x
+
+    def parse_record(x):
+        return tf.py_function(read, [x], tf.int64)
+    ds = tf.data.Dataset.range(10_000_000).map(parse_record)
+    return ds.map(lambda x: tf.ones([4]) * tf.cast(x, tf.float32)).batch(8)
+
+
+def step_raising_on_late_batches():
+    def step(batch):
+        if float(batch[0][0]) >= 400:  # the synthetic mode's constant batch is the first one (0)
+            raise RuntimeError("device error on a real batch")
+        return batch
+    return step
+
+
 def marking_step():
     marker = os.environ["PIPEDIAG_TEST_MARKER"]
 
@@ -99,7 +119,7 @@ def test_a_pipeline_that_stalls_ends_the_run_with_its_stage_named_and_every_file
     result = pipediag("diagnose", spec("hang_read"), "--arg", "after=400", "--max-seconds", "1",
                       "--stall-timeout", "3", *files)
     assert result.returncode == 4, result.stderr
-    assert "[STALLED: partial" in result.stdout
+    assert "[STALLED:" in result.stdout  # "partial report" may wrap
     data = json.loads(out.read_text())
     assert data["status"] == "stalled"
     assert data["modes"]["synthetic"]["steps"] > 0  # measured before the stall, kept
@@ -156,7 +176,7 @@ def test_sigterm_writes_the_partial_report_and_exits_143(spec, tmp_path):
     finally:
         process.kill()
     assert process.returncode == 143, stderr
-    assert "[INTERRUPTED: partial" in stdout
+    assert "[INTERRUPTED:" in stdout
     data = json.loads(out.read_text())
     assert data["status"] == "interrupted" and data["modes"]["synthetic"]["steps"] > 0
     assert page.exists() and samples.exists() and _no_temp_files(tmp_path)
@@ -180,3 +200,29 @@ def test_sigterm_while_a_pipeline_hangs_still_ends_the_process(spec, tmp_path):
     assert process.returncode == 143, stderr
     data = json.loads(out.read_text())
     assert data["status"] == "interrupted" and data["modes"]["synthetic"]["steps"] > 0
+
+
+@pytest.mark.slow
+def test_a_pipeline_raising_mid_run_keeps_the_modes_before_and_shows_the_users_traceback(spec, tmp_path):
+    (out, page, samples), files = _outputs(tmp_path)
+    result = pipediag("diagnose", spec("raise_after"), "--max-seconds", "1", *files)
+    assert result.returncode == 1, result.stderr
+    assert "corrupt record" in result.stderr and "HINT:" in result.stderr
+    assert "in read" in result.stderr  # the user's frame, in their file
+    assert "[FAILED:" in result.stdout  # "partial report" may wrap
+    data = json.loads(out.read_text())
+    assert data["status"] == "failed" and data["modes"]["synthetic"]["steps"] > 0
+    assert any(n.startswith("pipeline mode failed: your pipeline raised") for n in data["notes"])
+    assert page.exists() and samples.exists() and _no_temp_files(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_step_raising_mid_run_keeps_the_modes_before(spec, tmp_path):
+    out = tmp_path / "run.json"
+    result = pipediag("diagnose", spec("fine"), "--step", spec("step_raising_on_late_batches"), "--max-seconds", "1",
+                      "--json", str(out), "--quiet")
+    assert result.returncode == 1, result.stderr
+    assert "device error on a real batch" in result.stderr
+    data = json.loads(out.read_text())
+    assert data["status"] == "failed" and data["modes"]["synthetic"]["steps"] > 0
+    assert any(n.startswith("pipeline mode failed: your step raised RuntimeError") for n in data["notes"])

@@ -19,7 +19,7 @@ EXIT_TERMINATED = 143  # SIGTERM (128 + 15), e.g. from `timeout` or a job schedu
 
 def exit_code_for(status: str) -> int:
     """A finished command's exit code from its result's status (interrupted: see cli.main for SIGTERM)."""
-    return {"interrupted": EXIT_INTERRUPTED, "stalled": EXIT_STALLED}.get(status, EXIT_OK)
+    return {"interrupted": EXIT_INTERRUPTED, "stalled": EXIT_STALLED, "failed": EXIT_USER_CODE}.get(status, EXIT_OK)
 
 
 def positive_float(text: str) -> float:

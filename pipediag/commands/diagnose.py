@@ -133,4 +133,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             diagnosis = api.diagnose(builder, progress=progress, **options)
     # Files first: on an interrupted run they are what the user keeps.
     print_and_write(diagnosis, render_diagnosis(diagnosis), args, out, err, name_files=not args.quiet)
+    if diagnosis.error is not None:  # the user's code raised mid-run: its traceback after the partial report
+        raise diagnosis.error
     return exit_code_for(diagnosis.status)

@@ -95,7 +95,7 @@ class Comparison:
     sides: dict[str, dict[str, SideNumbers]]  # side -> kind -> numbers
     rounds: tuple[Round, ...]
     segments: tuple[Segment, ...]
-    stop_reason: str  # clear | round_cap | time_cap | interrupted | out_of_memory | input_exhausted
+    stop_reason: str  # clear | round_cap | time_cap | interrupted | out_of_memory | input_exhausted | stalled
     looks_taken: int
     segment_seconds: float
     baseline_chunks: dict[str, tuple[float, ...]]

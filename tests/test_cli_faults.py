@@ -226,3 +226,14 @@ def test_a_step_raising_mid_run_keeps_the_modes_before(spec, tmp_path):
     data = json.loads(out.read_text())
     assert data["status"] == "failed" and data["modes"]["synthetic"]["steps"] > 0
     assert any(n.startswith("pipeline mode failed: your step raised RuntimeError") for n in data["notes"])
+
+
+@pytest.mark.slow
+def test_compare_stops_at_a_turn_that_stalls_and_keeps_the_rounds_before(spec, tmp_path):
+    out = tmp_path / "cmp.json"
+    result = pipediag("compare", spec("fine"), spec("hang_read"), "--arg-b", "after=2000", "--max-seconds", "20",
+                      "--stall-timeout", "3", "--json", str(out), "--quiet")
+    assert result.returncode == 4, result.stderr
+    data = json.loads(out.read_text())
+    assert data["status"] == "stalled" and data["comparison"]["stop_reason"] == "stalled"
+    assert any(n.startswith("B's turn stalled") for n in data["notes"])

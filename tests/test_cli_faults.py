@@ -43,6 +43,15 @@ def hang_read(after=0, marker=""):
     return ds.map(lambda x: tf.ones([4]) * tf.cast(x, tf.float32)).batch(8)
 
 
+def hang_from_batch_size_16(batch_size=8):
+    read = _hang_after(300 if batch_size >= 16 else 10**9, "")
+
+    def hang_read(x):
+        return tf.py_function(read, [x], tf.int64)
+    ds = tf.data.Dataset.range(10_000_000).map(hang_read)
+    return ds.map(lambda x: tf.ones([4]) * tf.cast(x, tf.float32)).batch(batch_size)
+
+
 def fine():
     return tf.data.Dataset.range(10_000_000).map(lambda x: tf.ones([4]) * tf.cast(x, tf.float32)).batch(8)
 
@@ -237,3 +246,15 @@ def test_compare_stops_at_a_turn_that_stalls_and_keeps_the_rounds_before(spec, t
     data = json.loads(out.read_text())
     assert data["status"] == "stalled" and data["comparison"]["stop_reason"] == "stalled"
     assert any(n.startswith("B's turn stalled") for n in data["notes"])
+
+
+@pytest.mark.slow
+def test_sweep_stops_at_the_batch_size_that_stalls_and_keeps_the_ones_before(spec, tmp_path):
+    out = tmp_path / "sweep.json"
+    result = pipediag("sweep", spec("hang_from_batch_size_16"), "--batch-sizes", "8,16,32", "--max-seconds", "1",
+                      "--stall-timeout", "3", "--json", str(out), "--quiet")
+    assert result.returncode == 4, result.stderr
+    data = json.loads(out.read_text())
+    assert data["status"] == "stalled"
+    assert [(p["batch_size"], p["status"]) for p in data["points"]] == [(8, "ok"), (16, "stalled"), (32, "skipped")]
+    assert "map(hang_read)" in data["notes"][0]

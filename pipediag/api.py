@@ -290,11 +290,14 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
             return result, feed.firsts
 
         state.tuning_outcome = TuningOutcome(changes=list(plan.changes))
-        outcome = tune_with_ablation(
-            plan, baseline=measured, reference=reference, run_variant=run_variant,
-            summarize=lambda r: summarize(r, sampler.log()), rule=rule, thorough=thorough,
-            outcome=state.tuning_outcome, clock_ns=clock_ns,
-        )
+        try:
+            outcome = tune_with_ablation(
+                plan, baseline=measured, reference=reference, run_variant=run_variant,
+                summarize=lambda r: summarize(r, sampler.log()), rule=rule, thorough=thorough,
+                outcome=state.tuning_outcome, clock_ns=clock_ns, guard=watchdog.call,
+            )
+        except Stalled as stall:  # filling a variant's cache (a stall in a variant's mode is a RunStalled)
+            raise stalled("tuned", stall, reads_pipeline=False) from None
         state.tuning = tuple(outcome.changes)
         state.notes.extend(outcome.notes)
         state.cache_fill_ms = None if outcome.cache_fill_ns is None else outcome.cache_fill_ns / 1e6

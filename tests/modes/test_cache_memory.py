@@ -51,3 +51,24 @@ def test_the_budget_is_read_against_the_rss_the_fill_adds():
     fill_ns, why = fill_cache(_big(3).cache(), limit_s=120, ram_budget_bytes=BUDGET, rss=lambda: next(readings),
                               clock_ns=lambda: 0)  # a frozen clock: only the reading after the pass is taken
     assert fill_ns is None and "once filled it took 0.09 GiB" in why
+
+
+def test_a_cache_fill_that_stalls_raises_stalled_under_the_watchdog():
+    import threading
+    import time
+
+    from pipediag.modes.watchdog import Stalled, Watchdog
+
+    release = threading.Event()
+
+    def read(x):
+        if int(x) >= 50:
+            release.wait()  # a read that hangs until the test ends
+        return x
+
+    try:
+        stuck = tf.data.Dataset.range(1000).map(lambda x: tf.py_function(read, [x], tf.int64)).cache()
+        with pytest.raises(Stalled, match="filling the tuned mode's cache"):
+            fill_cache(stuck, limit_s=120, ram_budget_bytes=BUDGET, guard=Watchdog(1.0).call, clock_ns=time.monotonic_ns)
+    finally:
+        release.set()

@@ -173,7 +173,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     def stalled(mode: str, stall: Stalled, steps: int = 0, reads_pipeline: bool = True) -> RunStalled:
         """The run ends here; for a mode reading the user's pipeline, find the stage that stalls."""
         stage = why = None  # a step that did not return: no stage of the pipeline to name
-        if reads_pipeline and "inside the step" not in stall.what:
+        if reads_pipeline and not stall.in_step:
             stage, why = None, "the pipeline's graph could not be read"
             if graph is not None:
                 progress.phase("finding the stage that stalls")

@@ -362,8 +362,9 @@ def _guarded(clocked: _Clocked, watchdog: Watchdog | None, mode: str) -> Callabl
         try:
             return watchdog.call(fn, f"{mode} mode")
         except Stalled as stall:
-            doing = ("waiting for the next batch from the pipeline" if clocked.doing == "fetch"
-                     else "inside the step (it did not return)")
+            stall.in_step = clocked.doing == "step"
+            doing = ("inside the step (it did not return)" if stall.in_step
+                     else "waiting for the next batch from the pipeline")
             stall.what = f"{mode} mode, {doing}"
             raise
 

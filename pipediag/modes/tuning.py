@@ -479,7 +479,8 @@ def rss_bytes() -> int:
 
 
 def fill_cache(cached_cut, limit_s: float, ram_budget_bytes: int, clock_ns: Callable[[], int] = time.monotonic_ns,
-               rss: Callable[[], int] = rss_bytes, guard: Callable[..., Any] | None = None) -> tuple[int | None, str | None]:
+               rss: Callable[[], int] = rss_bytes,
+               guard: Callable[..., Any] | None = None) -> tuple[int | None, str | None]:
     """Iterate the cached part once so the in-memory cache is complete: (nanoseconds it took,
     None), or (None, why it was abandoned). It is abandoned when it takes over `limit_s`, or
     when this process's resident memory grows past `ram_budget_bytes` while it fills. The size

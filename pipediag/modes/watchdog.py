@@ -36,12 +36,13 @@ _lock = threading.Lock()
 
 
 class Stalled(Exception):
-    """A guarded call did not return within its deadline. `stage`: the stage at fault, when the
-    call itself tells (a cut of the pipeline timed by the anatomy)."""
+    """A guarded call did not return within its deadline. `in_step`: it was inside the user's
+    step (set by the runner), not waiting for the pipeline."""
 
-    def __init__(self, what: str, waited_s: float, timeout_s: float, stage: str | None = None):
-        super().__init__(what, waited_s, timeout_s, stage)
-        self.what, self.waited_s, self.timeout_s, self.stage = what, waited_s, timeout_s, stage
+    def __init__(self, what: str, waited_s: float, timeout_s: float):
+        super().__init__(what, waited_s, timeout_s)
+        self.what, self.waited_s, self.timeout_s = what, waited_s, timeout_s
+        self.in_step = False
 
     def __str__(self) -> str:
         return f"{self.what}: nothing for {self.waited_s:.1f} s (the stall timeout is {self.timeout_s:g} s)"

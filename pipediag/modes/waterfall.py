@@ -152,7 +152,8 @@ def measure_anatomy(
     is skipped, and says so, when that would overrun the waterfall's budget.
 
     watchdog (modes.watchdog.Watchdog): each chunk of next() calls runs under its deadline; a cut
-    that stalls raises `Stalled` naming its stage (every earlier cut yielded)."""
+    that stalls raises `Stalled` (the cuts are timed last stage first, so the caller finds the
+    stage with `locate_stall`)."""
     started = clock_ns()
     stages = graph.stages()
     plan = timing_plan(stages, batch_size)
@@ -226,16 +227,7 @@ def measure_anatomy(
 def _stage_guard(watchdog, label: str) -> Callable[[Callable[[], int]], int]:
     if watchdog is None:
         return lambda fn: fn()
-    from pipediag.modes.watchdog import Stalled
-
-    def guard(fn):
-        try:
-            return watchdog.call(fn, f"the anatomy, timing the pipeline up to {label}")
-        except Stalled as stall:
-            stall.stage = label
-            raise
-
-    return guard
+    return lambda fn: watchdog.call(fn, f"the anatomy, timing the pipeline up to {label}")
 
 
 PROBE_WINDOW_S = 2.0  # elements read from each prefix while looking for the stage that stalls

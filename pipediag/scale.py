@@ -28,7 +28,7 @@ from pipediag.analysis.visitation import PROCESSING_MODES, visitation
 from pipediag.api import Progress, SilentProgress
 from pipediag.builder import target as targets
 from pipediag.environment import Environment, collect
-from pipediag.errors import UsageError
+from pipediag.errors import PipediagError, UsageError
 from pipediag.modes.runner import ModeRun, StopRule, run_mode
 from pipediag.modes.watchdog import Stalled, Watchdog
 from pipediag.samples.gpu import GpuReader
@@ -116,6 +116,7 @@ class _Run:
     stages: tuple = ()
     interrupted: bool = False
     stall: str | None = None  # what stalled, when the run ended that way
+    failure: Exception | None = None  # a server died or the user's code raised after some modes ran
     service_target: str | None = None
     servers: tuple[ServerInfo, ...] = ()
     shutdown: Shutdown | None = None
@@ -223,6 +224,12 @@ def scale(
             state.stall = str(stall)
             state.notes.insert(0, f"stalled in {stall}; the modes measured before it are kept, the later ones "
                                   "were not run")
+        except PipediagError as error:  # a worker killed mid-run (ServiceError), the user's code raising
+            if not state.runs:
+                raise  # nothing measured yet: the error is the whole answer
+            state.failure = error
+            state.notes.insert(0, f"failed: {error.message}; the modes measured before it are kept, the later "
+                                  "ones were not run")
         finally:
             log = sampler.stop()
     if sampler.error is not None:
@@ -500,7 +507,9 @@ def _conclude(state: _Run, log, rule: StopRule, cores: list[int], worker_cores: 
             + (f"; their logs are in {state.shutdown.log_dir}" if state.shutdown.log_dir else "")
         )
     return ScaleResult(
-        status="interrupted" if state.interrupted else ("stalled" if state.stall else "complete"),
+        status=("interrupted" if state.interrupted else "stalled" if state.stall
+                else "failed" if state.failure else "complete"),
+        error=state.failure,
         target=state.target,
         step=state.step.described() if state.step else None,
         environment=state.environment,

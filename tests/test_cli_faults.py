@@ -258,3 +258,36 @@ def test_sweep_stops_at_the_batch_size_that_stalls_and_keeps_the_ones_before(spe
     assert data["status"] == "stalled"
     assert [(p["batch_size"], p["status"]) for p in data["points"]] == [(8, "ok"), (16, "stalled"), (32, "skipped")]
     assert "map(hang_read)" in data["notes"][0]
+
+
+@pytest.mark.slow
+def test_a_service_worker_killed_during_scale_keeps_what_was_measured_and_leaves_no_server(tmp_path):
+    """Whenever the kill lands (the worker still starting, or serving batches), the run ends with
+    the local modes kept, the files written, and every server process gone: failed (exit 1, the
+    service's error shown) or stalled (exit 4, the fetch got nothing)."""
+    psutil = pytest.importorskip("psutil")
+    out = tmp_path / "scale.json"
+    fixtures = os.path.join(ROOT, "tests", "fixtures", "pipelines.py")
+    process = subprocess.Popen([sys.executable, "-m", "pipediag", "scale", f"{fixtures}:in_memory", "--step",
+                                f"{fixtures}:light_step", "--workers", "1", "--max-seconds", "20", "--stall-timeout",
+                                "10", "--json", str(out), "--quiet"], cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    servers, workers = [], []
+    try:
+        deadline = time.monotonic() + 240
+        while not workers and time.monotonic() < deadline and process.poll() is None:
+            servers = [c for c in psutil.Process(process.pid).children()
+                       if "pipediag.service.server" in " ".join(c.cmdline())]
+            workers = [c for c in servers if " worker " in " ".join(c.cmdline())]
+            time.sleep(0.2)
+        assert workers, "no worker process was started"
+        time.sleep(3)
+        workers[0].kill()
+        stdout, stderr = process.communicate(timeout=240)
+    finally:
+        process.kill()
+    assert process.returncode in (1, 4), stderr
+    data = json.loads(out.read_text())
+    assert data["status"] in ("failed", "stalled")
+    assert data["modes"]["synthetic"]["steps"] > 0  # measured before the service: kept
+    assert not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in servers)

@@ -106,4 +106,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         with RichProgress(err) as progress:
             result = scaling.scale(builder, progress=progress, **options)
     print_and_write(result, render_scale(result), args, out, err)
+    if result.error is not None:  # a server died or the user's code raised: after the partial report
+        raise result.error
     return exit_code_for(result.status)

@@ -162,6 +162,13 @@ def test_a_step_that_does_not_return_is_a_stall_named_as_the_step(spec, tmp_path
     assert stall["mode"] == "synthetic" and "inside the step" in stall["what"] and stall["stage"] is None
 
 
+def _end(process):
+    """Kill a run the test gave up on, and close its pipes (no unclosed files left to warn later)."""
+    if process.poll() is None:
+        process.kill()
+    process.communicate()
+
+
 def _wait_for(path, process, timeout_s=180):
     deadline = time.monotonic() + timeout_s
     while not path.exists():
@@ -183,7 +190,7 @@ def test_sigterm_writes_the_partial_report_and_exits_143(spec, tmp_path):
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=120)
     finally:
-        process.kill()
+        _end(process)
     assert process.returncode == 143, stderr
     assert "[INTERRUPTED:" in stdout
     data = json.loads(out.read_text())
@@ -205,7 +212,7 @@ def test_sigterm_while_a_pipeline_hangs_still_ends_the_process(spec, tmp_path):
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=120)
     finally:
-        process.kill()
+        _end(process)
     assert process.returncode == 143, stderr
     data = json.loads(out.read_text())
     assert data["status"] == "interrupted" and data["modes"]["synthetic"]["steps"] > 0
@@ -285,7 +292,7 @@ def test_a_service_worker_killed_during_scale_keeps_what_was_measured_and_leaves
         workers[0].kill()
         stdout, stderr = process.communicate(timeout=240)
     finally:
-        process.kill()
+        _end(process)
     assert process.returncode in (1, 4), stderr
     data = json.loads(out.read_text())
     assert data["status"] in ("failed", "stalled")

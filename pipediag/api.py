@@ -19,10 +19,11 @@ from pipediag.analysis.buffers import shuffle_buffers
 from pipediag.analysis.modes import input_side_cpu, summarize
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 from pipediag.environment import Environment, collect
-from pipediag.errors import UsageError
+from pipediag.errors import UsageError, UserCodeError
 from pipediag.fixes.recommend import recommend
 from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun, StopRule, longer, run_mode
+from pipediag.modes.watchdog import RunStalled, StallInfo, Stalled, Watchdog
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
 from pipediag.steps.step import BATCH_FORMATS, Observed, Step
@@ -65,6 +66,9 @@ class _Run:
     candidates: list | None = None  # (key, kind, stage) of the changes the tuned mode planned
     tuning_outcome: Any = None  # modes.ablation.TuningOutcome, filled in as the variants run
     handover: Any = None  # analysis.handover.Handover: one already-produced batch handed to the step
+    stall: StallInfo | None = None  # where the run stalled, if it did
+    failure: UserCodeError | None = None  # the user's code raised after some modes were measured
+    running: str | None = None  # the mode (or phase) running now, to say where a failure happened
 
     def __post_init__(self) -> None:
         self.runs: dict[str, ModeRun] = {}
@@ -92,6 +96,7 @@ def diagnose(
     progress: Progress | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
     scale_command: str | None = None,
+    stall_timeout_s: float | None = None,
 ) -> Diagnosis:
     """Diagnose a tf.data pipeline feeding a training step.
 
@@ -107,6 +112,9 @@ def diagnose(
     thorough: longer windows for the anatomy and the ablation, and all-but-one ablation runs.
     scale_command: the `pipediag scale` command line a tf.data service fix should quote (the CLI
     passes the user's own target and options).
+    stall_timeout_s: a batch or step that takes longer ends the run with status "stalled" (the
+    modes measured before are kept); None: a deadline fitted to the slowest batch seen
+    (modes.watchdog). The stuck call's thread is left behind: the CLI ends the process.
     """
     if model is not None and step is not None:
         raise UsageError("give a model or a step, not both", "--model for a Keras model, --step for your own step")
@@ -128,11 +136,20 @@ def diagnose(
     progress.phase("reading the environment")
     state.environment = collect(nvml_lib=nvml_lib)
     sampler.start()
+    watchdog = Watchdog(stall_timeout_s)
     try:
         _gather(state, sampler, builder, model, step, step_label, builder_kwargs or {}, batch_size, batched,
-                batch_format, modes, rule, ram_budget_bytes, anatomy, thorough, progress, clock_ns)
+                batch_format, modes, rule, ram_budget_bytes, anatomy, thorough, progress, clock_ns, watchdog)
     except KeyboardInterrupt:
         state.interrupted = True
+    except RunStalled as stalled:
+        state.stall = stalled.info
+    except UserCodeError as error:
+        if not state.runs:
+            raise  # nothing measured yet: the error is the whole answer
+        state.failure = error
+        state.notes.insert(0, f"{state.running or 'the run'} failed: {error.message}; the modes measured before "
+                              "it are kept, the later ones were not run")
     finally:
         log = sampler.stop()
     if sampler.error is not None:
@@ -142,7 +159,8 @@ def diagnose(
 
 
 def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, builder_kwargs, batch_size, batched,
-            batch_format, modes, rule, ram_budget_bytes, anatomy, thorough, progress: Progress, clock_ns) -> None:
+            batch_format, modes, rule, ram_budget_bytes, anatomy, thorough, progress: Progress, clock_ns,
+            watchdog: Watchdog) -> None:
     # TensorFlow is imported only once a diagnosis really starts.
     from pipediag.builder.graph import GraphError, PipelineGraph
     from pipediag.builder.prepare import prepare_dataset
@@ -150,12 +168,28 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     from pipediag.modes.checks import is_deterministic
     from pipediag.modes.feeds import BatchFeed, constant_feed
     from pipediag.modes.tuning import facts_for, plan_tuning
-    from pipediag.modes.waterfall import THOROUGH, WaterfallRule, measure_anatomy
+    from pipediag.modes.waterfall import THOROUGH, WaterfallRule, locate_stall, measure_anatomy
     from pipediag.steps.device_memory import DeviceMemory
     from pipediag.steps.make import make_step
 
-    prepared = prepare_dataset(builder, builder_kwargs, batch_size, batched, rule.warmup_steps + rule.min_steps,
-                               clock_ns=clock_ns, phase=progress.phase)
+    def stalled(mode: str, stall: Stalled, steps: int = 0, reads_pipeline: bool = True) -> RunStalled:
+        """The run ends here; for a mode reading the user's pipeline, find the stage that stalls."""
+        stage = why = None  # a step that did not return: no stage of the pipeline to name
+        if reads_pipeline and not stall.in_step:
+            stage, why = None, "the pipeline's graph could not be read"
+            if graph is not None:
+                progress.phase("finding the stage that stalls")
+                stage, why = locate_stall(graph, dataset.options(), watchdog, stall.timeout_s)
+        return RunStalled(StallInfo(mode=mode, what=stall.what, waited_s=round(stall.waited_s, 3),
+                                    timeout_s=stall.timeout_s, steps=steps, stage=stage, stage_reason=why))
+
+    graph = dataset = None
+    try:
+        prepared = prepare_dataset(builder, builder_kwargs, batch_size, batched, rule.warmup_steps + rule.min_steps,
+                                   clock_ns=clock_ns, phase=progress.phase, guard=watchdog.call)
+    except Stalled as stall:  # the first batch never came
+        graph, dataset = getattr(stall, "graph", None), getattr(stall, "dataset", None)
+        raise stalled("first batch", stall) from None
     dataset, graph, stages = prepared.dataset, prepared.graph, prepared.stages
     state.notes.extend(prepared.notes)
     state.stages = stages
@@ -174,6 +208,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     def run(name: str, next_batch, with_step: bool, mode_rule: StopRule | None = None, record: bool = True,
             **kw) -> ModeRun:
         progress.phase(f"{name} mode")
+        state.running = f"{name} mode"
         if with_step:
             memory.start()
         # A JAX or PyTorch step runs with one step in flight while the next batch is fetched, as
@@ -183,7 +218,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         try:
             result = run_mode(
                 name, next_batch, step_fn, mode_rule or rule, clock_ns=clock_ns, progress=progress.mode,
-                dispatch=dispatch, hideable_ns=hideable.get("ns") if dispatch else None, **kw,
+                dispatch=dispatch, hideable_ns=hideable.get("ns") if dispatch else None, watchdog=watchdog, **kw,
             )
         finally:
             if isinstance(next_batch, BatchFeed):
@@ -201,6 +236,9 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
             state.runs[name] = result
         if result.stop_reason == "interrupted":
             raise KeyboardInterrupt
+        if result.stop_reason == "stalled":
+            reads_pipeline = name in ("pipeline", "input_only")  # a variant's graph is not the user's
+            raise stalled(name, watchdog.last_stall, steps=result.steps, reads_pipeline=reads_pipeline)
         return result
 
     hideable: dict[str, int | None] = {}  # the device work a fetch can hide behind, from synthetic mode
@@ -220,15 +258,18 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         _measure_handover(state, first_batch, the_step, rule, progress, clock_ns)
     if anatomy and graph is not None and "input_only" in modes:
         progress.phase("timing the pipeline after each stage (anatomy)")
+        state.running = "the anatomy"
         try:
             result = measure_anatomy(
                 PipelineGraph.from_dataset(dataset), dataset.options(), batch_size=state.element.batch_size,
                 rule=THOROUGH if thorough else WaterfallRule(), first_batch_s=prepared.first_batch_ns / 1e9,
-                clock_ns=clock_ns,
+                clock_ns=clock_ns, watchdog=watchdog,
             )
             state.stages, state.anatomy = tuple(result.stages), result.anatomy
         except GraphError as error:
             state.notes.append(f"no anatomy: {error}")
+        except Stalled as stall:
+            raise stalled("anatomy", stall) from None
     edges = [] if oom else _edges_on_the_line(state, sampler.log())
     if edges:
         # A verdict reading sat within its run-to-run spread of its threshold: measure the two
@@ -245,6 +286,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         )
     if "tuned" in modes and not oom and graph is not None:
         progress.phase("tuning the pipeline")
+        state.running = "tuning"
         log = sampler.log()
         measured = summarize(state.runs["pipeline"], log)
         input_side = summarize(state.runs["input_only"], log) if "input_only" in state.runs else measured
@@ -266,11 +308,14 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
             return result, feed.firsts
 
         state.tuning_outcome = TuningOutcome(changes=list(plan.changes))
-        outcome = tune_with_ablation(
-            plan, baseline=measured, reference=reference, run_variant=run_variant,
-            summarize=lambda r: summarize(r, sampler.log()), rule=rule, thorough=thorough,
-            outcome=state.tuning_outcome, clock_ns=clock_ns,
-        )
+        try:
+            outcome = tune_with_ablation(
+                plan, baseline=measured, reference=reference, run_variant=run_variant,
+                summarize=lambda r: summarize(r, sampler.log()), rule=rule, thorough=thorough,
+                outcome=state.tuning_outcome, clock_ns=clock_ns, guard=watchdog.call,
+            )
+        except Stalled as stall:  # filling a variant's cache (a stall in a variant's mode is a RunStalled)
+            raise stalled("tuned", stall, reads_pipeline=False) from None
         state.tuning = tuple(outcome.changes)
         state.notes.extend(outcome.notes)
         state.cache_fill_ms = None if outcome.cache_fill_ns is None else outcome.cache_fill_ns / 1e6
@@ -335,10 +380,14 @@ def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
 def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapsed_s: float,
               scale_command: str | None = None, ram_budget_bytes: int | None = None) -> Diagnosis:
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
-    complete = not state.interrupted
+    complete = not state.interrupted and state.stall is None and state.failure is None
+    if state.stall is not None:
+        notes_stall = [state.stall.text + "; the modes measured before it are kept, the later ones were not run"]
+    else:
+        notes_stall = []
     framework = _framework(state)
     environment = None if state.environment is None else state.environment.for_step(framework)
-    notes = list(state.notes) + _framework_notes(framework, summaries)
+    notes = notes_stall + list(state.notes) + _framework_notes(framework, summaries)
     verdict = recommendation = ablation = None
     if "synthetic" in summaries:
         verdict = decide(summaries, gpu_expected=bool(state.environment and state.environment.gpus),
@@ -348,7 +397,8 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
             verdict = replace(
                 verdict,
                 confidence="low",
-                evidence=verdict.evidence + ("the run was interrupted: this verdict uses only the modes that finished",),
+                evidence=verdict.evidence + (
+                    f"the run {_ended(state)}: this verdict uses only the modes that finished",),
             )
         verdict = nothing_left_to_change(
             verdict, [(c.kind, c.stage, c.reason) for c in state.tuning if not c.applied],
@@ -364,7 +414,9 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
         )
         notes += list(recommendation.withheld)
     return Diagnosis(
-        status="complete" if complete else "interrupted",
+        status=_status(state),
+        stall=state.stall,
+        error=state.failure,
         target=state.target,
         step=_step_info(state.step, framework),
         environment=environment,
@@ -394,6 +446,18 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
         notes=tuple(notes),
         elapsed_s=elapsed_s,
     )
+
+
+def _status(state: _Run) -> str:
+    if state.stall is not None:
+        return "stalled"
+    if state.failure is not None:
+        return "failed"
+    return "interrupted" if state.interrupted else "complete"
+
+
+def _ended(state: _Run) -> str:
+    return {"stalled": "stalled", "failed": "failed", "interrupted": "was interrupted"}.get(_status(state), "ended")
 
 
 def _ablation(state: _Run, summaries: dict):

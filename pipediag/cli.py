@@ -1,21 +1,26 @@
 """The `pipediag` command. Thin: parse arguments, call a command module, turn errors into exit codes.
 
 Exit codes: 0 done, 1 the user's code failed, 2 usage error, 3 `compare --fail-if-slower` failed,
-130 interrupted (a partial report is still printed and written). Subcommands live in `pipediag/commands/`, one module each.
+4 stalled (no batch for --stall-timeout), 130 interrupted by Ctrl-C, 143 by SIGTERM (a partial report
+is still printed and written in all three). Subcommands live in `pipediag/commands/`, one module each.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from rich.console import Console
 
 from pipediag._version import __version__
 from pipediag.commands import compare, diagnose, env, report, scale, sweep
-from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_USAGE, EXIT_USER_CODE
+from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_STALLED, EXIT_TERMINATED, EXIT_USAGE, EXIT_USER_CODE
 from pipediag.errors import PipediagError, UsageError, UserCodeError
+from pipediag.modes.watchdog import Stalled
 
 COMMANDS = {"diagnose": diagnose, "compare": compare, "sweep": sweep, "scale": scale, "env": env, "report": report}
 
@@ -25,8 +30,14 @@ class _ArgumentParser(argparse.ArgumentParser):
         raise UsageError(message, f"see '{self.prog} --help'")
 
 
+EPILOG = ("exit codes: 0 done, 1 your code failed, 2 usage error, 3 compare --fail-if-slower failed, "
+          "4 stalled (no batch for --stall-timeout seconds), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); "
+          "after 4, 130 and 143 the partial report is still printed and every file asked for is written")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _ArgumentParser(prog="pipediag", description="Why is my GPU idle? Diagnose tf.data input pipelines.")
+    parser = _ArgumentParser(prog="pipediag", description="Why is my GPU idle? Diagnose tf.data input pipelines.",
+                             epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"pipediag {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_ArgumentParser)
     for module in COMMANDS.values():
@@ -34,7 +45,62 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminate:
+    """SIGTERM (what `timeout`, `kill` and job schedulers send) handled like Ctrl-C: it raises
+    KeyboardInterrupt in the main thread, so every command stops its modes, keeps what was
+    measured and writes its files; `received` turns the exit code into 143. Installed only from
+    the main thread and only over the default handler (a host program keeps its own)."""
+
+    def __init__(self) -> None:
+        self.received = False
+        self._previous = None
+
+    def __enter__(self) -> _Terminate:
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            self._previous = signal.signal(signal.SIGTERM, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+    def _handler(self, signum, frame) -> None:
+        self.received = True
+        raise KeyboardInterrupt
+
+    _handler.pipediag_interrupt = True  # scale's own handler chains to it (scale.py, _Interrupts)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command. Called as the command (argv None), a process with a thread still stuck
+    in the user's code after a stall ends without waiting for it (see `_exit_now`)."""
+    with _Terminate() as terminate:
+        code = _main(argv)
+    if terminate.received and code == EXIT_INTERRUPTED:
+        code = EXIT_TERMINATED
+    if argv is None:
+        from pipediag.modes.watchdog import stuck_threads
+
+        if stuck_threads():
+            _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """End the process at once. After a stall a thread is still inside the user's py_function or
+    step. A normal exit would wait for it: interpreter shutdown runs TensorFlow's finalizers,
+    and an iterator's destructor waits for its in-flight get_next, which never returns. By now
+    every file is written (atomically, before the report was printed) and the report is printed,
+    so nothing is lost by skipping the finalizers: flush what Python buffers, then os._exit."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     out = Console()
     err = Console(stderr=True)
     parser = build_parser()
@@ -58,6 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("[bold red]interrupted[/bold red] before any mode had finished: nothing to report")
         return EXIT_INTERRUPTED
+    except Stalled as stall:  # before any mode ran (a first batch that never came): nothing to report
+        err.print(f"[bold red]error:[/bold red] stalled before anything was measured: {stall}", markup=True,
+                  highlight=False)
+        err.print("HINT: the pipeline produced no batch in time; check the reads it waits on, or raise "
+                  "--stall-timeout if a first batch really takes this long", markup=False, highlight=False)
+        return EXIT_STALLED
 
 
 if __name__ == "__main__":  # pragma: no cover

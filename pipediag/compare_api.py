@@ -22,6 +22,7 @@ from pipediag.diagnosis import Diagnosis, read_json
 from pipediag.environment import collect
 from pipediag.errors import UsageError
 from pipediag.modes.interleave import FED, INPUT_ONLY, ComparePlan, Rounds, Side, run_rounds
+from pipediag.modes.watchdog import Watchdog
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.readings import SampleLog
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
@@ -72,6 +73,7 @@ def compare(
     step_label: str | None = None,
     progress: CompareProgress | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
+    stall_timeout_s: float | None = None,
 ) -> Comparison:
     """Compare pipeline B (the change) with pipeline A (the baseline), feeding the same step.
 
@@ -80,6 +82,8 @@ def compare(
     instead of `a`. model/step: as in `diagnose`; neither gives a stand-in model built for A's
     batch. Every ratio is B's throughput over A's. `fail_if_slower=0.05` marks a regression when
     B is slower than A by more than 5% with confidence (`Comparison.regression`).
+    `stall_timeout_s`: as in `diagnose`; a turn that stalls ends the comparison with status
+    "stalled" and the rounds before it (a first batch that never comes raises `Stalled`).
     """
     if b is None:
         raise UsageError("nothing to compare: B (the changed pipeline) is missing", "pipediag compare A B, "
@@ -112,7 +116,7 @@ def compare(
     try:
         measured = _measure(a, b, baseline, model, step, a_kwargs or {}, b_kwargs or {}, batch_size, batched,
                             batch_format, plan, equivalence, fail_if_slower, label_a, label_b, step_label, saved_file,
-                            progress, clock_ns, notes)
+                            progress, clock_ns, notes, Watchdog(stall_timeout_s))
     finally:
         log = sampler.stop()
     if sampler.error is not None:
@@ -160,7 +164,7 @@ def _cache_pass_batches(prepared) -> int | None:
 
 def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, batch_size, batched, batch_format,
              plan: ComparePlan, equivalence, fail_if_slower, label_a, label_b, step_label, saved_file,
-             progress: CompareProgress, clock_ns, notes: list[str]):
+             progress: CompareProgress, clock_ns, notes: list[str], watchdog: Watchdog):
     from pipediag.builder.prepare import prepare_dataset
     from pipediag.modes.feeds import BatchFeed
     from pipediag.steps.make import make_step
@@ -172,7 +176,7 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
             continue
         progress.phase(f"building {name}: {_label(builder, given, kwargs)}")
         prepared[name] = prepare_dataset(builder, kwargs, batch_size, batched, min_batches, clock_ns=clock_ns,
-                                         who=f"{name}'s dataset")
+                                         who=f"{name}'s dataset", guard=watchdog.call)
         notes.extend(prepared[name].notes)
 
     progress.phase("building the step")
@@ -218,8 +222,10 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
         sides.get("A"), sides["B"], the_step.run, plan,
         clear=lambda iv: is_clear(iv, equivalence, fail_if_slower), clock_ns=clock_ns,
         baseline={k: baseline_runs[k] for k in plan.kinds} if baseline_runs else None,
-        baseline_scale=scale["A"], progress=progress, dispatch=the_step.dispatch,
+        baseline_scale=scale["A"], progress=progress, dispatch=the_step.dispatch, watchdog=watchdog,
     )
+    if rounds.stop_reason == "stalled" and watchdog.last_stall is not None:
+        notes.append(f"{rounds.failed_side}'s turn stalled: {watchdog.last_stall}; the rounds before it are kept")
     for name, feed in feeds.items():
         if feed.restarts:
             notes.append(f"{name}'s dataset ended and was restarted {feed.restarts} time(s), like an epoch loop; "
@@ -276,6 +282,8 @@ def _why_no_interval(rounds: Rounds, plan: ComparePlan) -> str:
         return f"{rounds.failed_side}'s input ran out after {n} round(s)"
     if rounds.stop_reason == "interrupted":
         return f"interrupted after {n} round(s); an interval needs 2"
+    if rounds.stop_reason == "stalled":
+        return f"{rounds.failed_side}'s turn stalled after {n} round(s)"
     if rounds.stop_reason == "time_cap":
         return (f"the time cap ({plan.max_seconds:g} s) allowed only {n} round(s); an interval needs 2: "
                 "raise --max-seconds")
@@ -315,7 +323,7 @@ def conclude(side_a: SideInfo, side_b: SideInfo, step_info, rounds: Rounds, save
                      "to narrow it")
     unit = "examples" if side_a.rate_scale != 1.0 or side_b.rate_scale != 1.0 else "batches"
     return Comparison(
-        status="interrupted" if rounds.stop_reason == "interrupted" else "complete",
+        status=rounds.stop_reason if rounds.stop_reason in ("interrupted", "stalled") else "complete",
         a=side_a, b=side_b, step=step_info,
         environment=environment.for_step(step_info.framework if step_info else None),
         baseline_environment=None if saved is None else saved.environment,

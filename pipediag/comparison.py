@@ -81,7 +81,7 @@ class SideNumbers:
 
 @dataclass(frozen=True)
 class Comparison:
-    status: str  # complete | interrupted
+    status: str  # complete | interrupted | stalled
     a: SideInfo
     b: SideInfo
     step: StepInfo | None
@@ -95,7 +95,7 @@ class Comparison:
     sides: dict[str, dict[str, SideNumbers]]  # side -> kind -> numbers
     rounds: tuple[Round, ...]
     segments: tuple[Segment, ...]
-    stop_reason: str  # clear | round_cap | time_cap | interrupted | out_of_memory | input_exhausted
+    stop_reason: str  # clear | round_cap | time_cap | interrupted | out_of_memory | input_exhausted | stalled
     looks_taken: int
     segment_seconds: float
     baseline_chunks: dict[str, tuple[float, ...]]

@@ -22,10 +22,11 @@ from pipediag.analysis.waterfall import Anatomy
 from pipediag.builder.element import ElementInfo
 from pipediag.builder.stages import Stage
 from pipediag.environment import Environment
-from pipediag.errors import UsageError
+from pipediag.errors import OutputError, UsageError
 from pipediag.fixes.recommend import Fix
 from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun
+from pipediag.modes.watchdog import StallInfo
 from pipediag.samples.readings import SampleLog
 from pipediag.steps.step import StepInfo
 from pipediag.verdict.rules import Verdict
@@ -42,7 +43,7 @@ MODE_NAMES = ("synthetic", "pipeline", "input_only", "tuned")
 
 @dataclass(frozen=True)
 class Diagnosis:
-    status: str  # complete | interrupted
+    status: str  # complete | interrupted | stalled | failed (the user's code raised mid-run)
     target: str
     step: StepInfo | None
     environment: Environment
@@ -66,6 +67,10 @@ class Diagnosis:
     anatomy: Anatomy | None = None  # the rate after each stage, and the slow stage
     ablation: Ablation | None = None  # what each tuned-mode change gave on its own
     handover: Handover | None = None  # one already-produced batch handed to the step: get_next, conversion, copy
+    stall: StallInfo | None = None  # status "stalled": where, and the stage when it could be found
+    # status "failed": the user's error, for the command line to show with its traceback. Not in
+    # the JSON (the notes say which mode failed and how); None after a round trip.
+    error: Exception | None = field(default=None, compare=False, repr=False)
 
     def mode(self, name: str) -> ModeSummary | None:
         return self.modes.get(name)
@@ -114,6 +119,7 @@ class Diagnosis:
             "fixes": [f.to_dict() for f in self.fixes],
             "tried": [c.to_dict() for c in self.tried],
             "notes": list(self.notes),
+            "stall": None if self.stall is None else self.stall.to_dict(),
             "samples": self.samples.to_dict(),
         }
 
@@ -160,6 +166,7 @@ class Diagnosis:
             anatomy=None if d.get("anatomy") is None else Anatomy.from_dict(d["anatomy"]),
             ablation=None if tuning.get("ablation") is None else Ablation.from_dict(tuning["ablation"]),
             handover=None if d.get("handover") is None else Handover.from_dict(d["handover"]),
+            stall=None if d.get("stall") is None else StallInfo.from_dict(d["stall"]),
         )
 
 
@@ -169,14 +176,25 @@ def write_json(data: dict[str, Any], path: str) -> None:
 
 
 def write_text(text: str, path: str) -> None:
-    """Write atomically: a temp file in the same folder, then rename over the target, so a
-    reader (or a Ctrl-C) never sees half a file."""
+    """Write atomically: a temp file in the same folder, flushed to disk, then renamed over the
+    target, so a reader (or a Ctrl-C, or a power cut) never sees half a file: the file is whole
+    or as it was. An OS error (full disk, no permission) is an `OutputError` naming the file,
+    and leaves no temp file behind."""
+    try:
+        _write_atomically(text, path)
+    except OSError as error:
+        raise OutputError(path, error) from error
+
+
+def _write_atomically(text: str, path: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".pipediag-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())  # the data is on disk before the name points at it
         # mkstemp makes the file private (0600); a report is as readable as any file the user writes.
         umask = os.umask(0)
         os.umask(umask)

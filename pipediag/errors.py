@@ -34,6 +34,21 @@ class UsageError(PipediagError):
     exit_code = 2
 
 
+class OutputError(PipediagError):
+    """A file pipediag was asked to write could not be written (full disk, no permission, a path
+    through a file). The file is absent or as it was before; files written before it stay."""
+
+    exit_code = 2
+
+    def __init__(self, path: str, error: OSError):
+        reason = error.strerror or str(error) or type(error).__name__
+        super().__init__(f"could not write {path}: {reason}",
+                         "choose a writable path, or free space on that disk; files written before this one "
+                         "are kept, and this one is absent or as it was")
+        self.path = path
+        self.error = error
+
+
 class UserCodeError(PipediagError):
     """The user's own code raised. `where` says which part: builder, model, step, pipeline."""
 

@@ -28,8 +28,9 @@ from pipediag.analysis.visitation import PROCESSING_MODES, visitation
 from pipediag.api import Progress, SilentProgress
 from pipediag.builder import target as targets
 from pipediag.environment import Environment, collect
-from pipediag.errors import UsageError
+from pipediag.errors import PipediagError, UsageError
 from pipediag.modes.runner import ModeRun, StopRule, run_mode
+from pipediag.modes.watchdog import Stalled, Watchdog
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
 from pipediag.scaling import CountResult, ScaleResult, ServiceInfo
@@ -67,7 +68,9 @@ class _Interrupts:
     def __enter__(self) -> _Interrupts:
         if threading.current_thread() is threading.main_thread():
             for sig, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
-                if signal.getsignal(sig) == default:  # getsignal may give SIG_DFL as a plain 0
+                current = signal.getsignal(sig)
+                # getsignal may give SIG_DFL as a plain 0; the CLI's SIGTERM handler is taken over too
+                if current == default or getattr(current, "pipediag_interrupt", False):
                     self._previous[sig] = signal.signal(sig, self._handler)
         return self
 
@@ -77,6 +80,9 @@ class _Interrupts:
 
     def _handler(self, signum, frame) -> None:
         self.requested = True
+        previous = self._previous.get(signum)
+        if getattr(previous, "pipediag_interrupt", False):
+            previous(signum, frame)  # the CLI's: it records SIGTERM (exit code 143) and raises
         raise KeyboardInterrupt
 
     def check(self) -> None:
@@ -109,6 +115,8 @@ class _Run:
     cardinality: Any = None
     stages: tuple = ()
     interrupted: bool = False
+    stall: str | None = None  # what stalled, when the run ended that way
+    failure: Exception | None = None  # a server died or the user's code raised after some modes ran
     service_target: str | None = None
     servers: tuple[ServerInfo, ...] = ()
     shutdown: Shutdown | None = None
@@ -144,6 +152,7 @@ def scale(
     step_label: str | None = None,
     progress: Progress | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
+    stall_timeout_s: float | None = None,
 ) -> ScaleResult:
     """Measure the pipeline through tf.data service and plan the workers.
 
@@ -154,7 +163,9 @@ def scale(
     measured here (synthetic mode). Other arguments as for `diagnose()`.
 
     Ctrl-C or SIGTERM (when called from the main thread, over Python's default handlers) stops
-    the servers and returns what was measured, with status "interrupted".
+    the servers and returns what was measured, with status "interrupted". A batch or step that
+    takes longer than `stall_timeout_s` (see `diagnose`) — a worker killed mid-run, a dispatcher
+    gone — does the same with status "stalled".
     """
     cores = host_cores()
     if model is not None and step is not None:
@@ -190,14 +201,16 @@ def scale(
         progress.phase("reading the environment")
         state.environment = collect(nvml_lib=nvml_lib)
         sampler.start()
+        watchdog = Watchdog(stall_timeout_s)
         try:
             if remote:  # before minutes of local measurement, not after
                 progress.phase(f"checking the dispatcher at {host}:{port}")
                 probe(host, port, timeout_s=min(contact_timeout_s, 10.0))
             dataset, the_step, first_batch = _prepare(state, builder, model, step, step_label, builder_kwargs or {},
-                                                      batch_size, batched, batch_format, progress, clock_ns)
+                                                      batch_size, batched, batch_format, progress, clock_ns,
+                                                      watchdog)
             measure = _Measure(state, dataset, the_step, first_batch, rule, processing_mode,
-                               contact_timeout_s, progress, interrupts.check, clock_ns)
+                               contact_timeout_s, progress, interrupts.check, clock_ns, watchdog)
             measure.local()
             if remote:
                 state.service_target = service_target
@@ -207,6 +220,16 @@ def scale(
                 _measure_local_service(state, measure, counts, worker_cores, start_timeout_s, progress)
         except KeyboardInterrupt:
             state.interrupted = True
+        except Stalled as stall:
+            state.stall = str(stall)
+            state.notes.insert(0, f"stalled in {stall}; the modes measured before it are kept, the later ones "
+                                  "were not run")
+        except PipediagError as error:  # a worker killed mid-run (ServiceError), the user's code raising
+            if not state.runs:
+                raise  # nothing measured yet: the error is the whole answer
+            state.failure = error
+            state.notes.insert(0, f"failed: {error.message}; the modes measured before it are kept, the later "
+                                  "ones were not run")
         finally:
             log = sampler.stop()
     if sampler.error is not None:
@@ -216,7 +239,7 @@ def scale(
 
 
 def _prepare(state: _Run, builder, model, step, step_label, builder_kwargs, batch_size, batched, batch_format,
-             progress: Progress, clock_ns):
+             progress: Progress, clock_ns, watchdog: Watchdog):
     """The dataset (batched, checked to run without Python), its first batch and the step.
     The same building blocks as diagnose(); the py_function check comes before any server starts."""
     from pipediag.backends.tf import tf
@@ -263,7 +286,7 @@ def _prepare(state: _Run, builder, model, step, step_label, builder_kwargs, batc
     state.cardinality = cardinality(dataset)
 
     progress.phase("taking the first batch")
-    first = take_first_batch(dataset, clock_ns)
+    first = watchdog.call(lambda: take_first_batch(dataset, clock_ns), "taking the first batch")
     state.element = describe(dataset.element_spec, first.batch)
     progress.phase("building the step")
     if model is not None:
@@ -302,20 +325,24 @@ class _Measure:
 
     def __init__(self, state: _Run, dataset, step: Step, first_batch, rule: StopRule,
                  processing_mode: str, contact_timeout_s: float, progress: Progress, check: Callable[[], None],
-                 clock_ns):
+                 clock_ns, watchdog: Watchdog):
         self.state, self.dataset, self.step = state, dataset, step
         self.first_batch, self.rule, self.processing_mode = first_batch, rule, processing_mode
         self.contact_timeout_s, self.progress, self.check, self.clock_ns = contact_timeout_s, progress, check, clock_ns
         self.batch_format = step.info.batch_format
+        self.watchdog = watchdog
 
     def _run(self, name: str, label: str, next_batch, with_step: bool, **kw) -> ModeRun:
         self.progress.phase(f"{label} mode")
         result = run_mode(label, next_batch, self.step.run if with_step else None, self.rule,
-                          clock_ns=self.clock_ns, progress=self.progress.mode, **kw)
+                          clock_ns=self.clock_ns, progress=self.progress.mode, watchdog=self.watchdog, **kw)
         result = replace(result, name=name)
         if result.stop_reason == "interrupted":
             self.state.runs[name] = result
             raise KeyboardInterrupt
+        if result.stop_reason == "stalled":
+            self.state.runs[name] = result
+            raise self.watchdog.last_stall
         return result
 
     def local(self) -> None:
@@ -480,7 +507,9 @@ def _conclude(state: _Run, log, rule: StopRule, cores: list[int], worker_cores: 
             + (f"; their logs are in {state.shutdown.log_dir}" if state.shutdown.log_dir else "")
         )
     return ScaleResult(
-        status="interrupted" if state.interrupted else "complete",
+        status=("interrupted" if state.interrupted else "stalled" if state.stall
+                else "failed" if state.failure else "complete"),
+        error=state.failure,
         target=state.target,
         step=state.step.described() if state.step else None,
         environment=state.environment,

@@ -104,7 +104,7 @@ class ServiceInfo:
 
 @dataclass(frozen=True)
 class ScaleResult:
-    status: str  # complete | interrupted
+    status: str  # complete | interrupted | stalled | failed (a server died or the user's code raised mid-run)
     target: str
     step: StepInfo | None
     environment: Environment
@@ -123,6 +123,9 @@ class ScaleResult:
     notes: tuple[str, ...] = ()
     elapsed_s: float = 0.0
     created_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    # status "failed": the error, for the command line to show after the partial report. Not in
+    # the JSON (notes[0] says what failed); None after a round trip.
+    error: Exception | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

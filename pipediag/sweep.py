@@ -26,14 +26,14 @@ from pipediag.samples.sampler import DEFAULT_HZ
 from pipediag.steps.step import StepInfo
 
 KIND = "sweep"
-OK, OUT_OF_MEMORY, SKIPPED, INTERRUPTED = "ok", "out_of_memory", "skipped", "interrupted"
+OK, OUT_OF_MEMORY, SKIPPED, INTERRUPTED, STALLED = "ok", "out_of_memory", "skipped", "interrupted", "stalled"
 SWEEP_MODES = ("synthetic", "pipeline")
 
 
 @dataclass(frozen=True)
 class SweepPoint:
     batch_size: int
-    status: str  # ok | out_of_memory | skipped | interrupted
+    status: str  # ok | out_of_memory | skipped | interrupted | stalled
     examples_per_sec: float | None  # the step with free input (synthetic mode)
     examples_per_sec_ci: tuple[float, float] | None
     pipeline_examples_per_sec: float | None  # fed by the pipeline
@@ -82,7 +82,7 @@ class SweepPoint:
 
 @dataclass(frozen=True)
 class Sweep:
-    status: str  # complete | interrupted
+    status: str  # complete | interrupted | stalled
     target: str
     step: StepInfo | None
     environment: Environment
@@ -159,7 +159,9 @@ def _point(batch_size: int, diagnosis) -> SweepPoint:
     synthetic = diagnosis.modes.get("synthetic")
     pipeline = diagnosis.modes.get("pipeline")
     status = OK
-    if diagnosis.status != "complete":
+    if diagnosis.status == "stalled":
+        status = STALLED
+    elif diagnosis.status != "complete":
         status = INTERRUPTED
     elif any(m.stop_reason == "out_of_memory" for m in diagnosis.modes.values()):
         status = OUT_OF_MEMORY
@@ -205,11 +207,14 @@ def sweep(
     step_label: str | None = None,
     progress: Any | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
+    stall_timeout_s: float | None = None,
 ) -> Sweep:
     """Run `builder(batch_size=B)` feeding the step for each B in `batch_sizes`.
 
     `memory_limit` is only recorded here: it must be applied (backends.memory_limit) before the
     user's code starts a framework, which is the caller's job (the CLI does it first thing).
+    `stall_timeout_s`: as in `diagnose`; a batch size whose run stalls ends the sweep there
+    (status "stalled"), the sizes before it kept.
     """
     from pipediag import api
 
@@ -232,8 +237,10 @@ def sweep(
             builder, model=model, step=step, builder_kwargs=builder_kwargs, batch_size=b, batched=batched,
             batch_format=batch_format,
             modes=SWEEP_MODES, stop_rule=rule, sample_hz=sample_hz, nvml_lib=nvml_lib, label=label,
-            step_label=step_label, progress=progress, clock_ns=clock_ns,
+            step_label=step_label, progress=progress, clock_ns=clock_ns, stall_timeout_s=stall_timeout_s,
         )
+        if d.error is not None:  # the user's code raised: as before the partial diagnosis, the sweep ends with it
+            raise d.error
         if d.element is not None and d.element.batch_size not in (None, b):
             raise UsageError(
                 f"asked for batch size {b}, the dataset's batches hold {d.element.batch_size} examples",
@@ -249,6 +256,11 @@ def sweep(
             status = "interrupted"
             notes.append(f"interrupted at batch size {b}: the sweep stops there")
             points.extend(_skipped(later, "not run: the sweep was interrupted") for later in sizes[i + 1:])
+            break
+        if point.status == STALLED:
+            status = "stalled"
+            notes.append(f"batch size {b}: {d.stall.text}; the sweep stops there")
+            points.extend(_skipped(later, "not run: the sweep stalled") for later in sizes[i + 1:])
             break
     ran = [p for p in points if p.status == OK and p.examples_per_sec]
     knee = find_knee([Rate(p.batch_size, p.examples_per_sec, p.examples_per_sec_ci) for p in ran])

@@ -99,6 +99,11 @@ class NVMLError_InvalidArgument(NVMLError):  # noqa: N801 - pynvml's name
         super().__init__("Invalid Argument")
 
 
+class NVMLError_GpuIsLost(NVMLError):  # noqa: N801 - pynvml's name
+    def __init__(self) -> None:
+        super().__init__("GPU is lost")
+
+
 @dataclass
 class FakeGpu:
     """One scripted GPU. Defaults describe an idle H200 with GPM."""
@@ -163,6 +168,7 @@ class FakeNvml:
     NVMLError = NVMLError
     NVMLError_NotSupported = NVMLError_NotSupported
     NVMLError_NotFound = NVMLError_NotFound
+    NVMLError_GpuIsLost = NVMLError_GpuIsLost
     NVML_SUCCESS = NVML_SUCCESS
     NVML_CLOCK_SM = NVML_CLOCK_SM
     NVML_CLOCK_MEM = NVML_CLOCK_MEM
@@ -187,11 +193,13 @@ class FakeNvml:
         driver_version: str = "999.99 (fake)",
         library_missing: bool = False,
         clock_s: Callable[[], float] = time.monotonic,
+        lost_after_s: float | None = None,
     ):
         self.gpus = list(gpus)
         self.driver_version = driver_version
         self.library_missing = library_missing
         self.clock_s = clock_s
+        self.lost_after_s = lost_after_s  # after this many seconds every device call raises GpuIsLost
         self._start_s: float | None = None
         self.init_count = 0
         self.shutdown_count = 0
@@ -325,6 +333,8 @@ class FakeNvml:
     def _require_init(self) -> None:
         if self._start_s is None:
             raise NVMLError_Uninitialized()
+        if self.lost_after_s is not None and self.clock_s() - self._start_s > self.lost_after_s:
+            raise NVMLError_GpuIsLost()  # the driver failing mid-run (Xid 79: fallen off the bus)
 
     def _count(self, name: str) -> None:
         self.calls[name] = self.calls.get(name, 0) + 1

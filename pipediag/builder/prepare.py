@@ -43,9 +43,12 @@ def prepare_dataset(
     clock_ns: Callable[[], int] = time.monotonic_ns,
     phase: Callable[[str], None] = lambda text: None,
     who: str = "the dataset",
+    guard: Callable[..., Any] | None = None,
 ) -> PreparedDataset:
     """`min_batches`: fewer batches than this in a finite dataset is said in a note (it is
-    repeated, like an epoch loop, by the feed). `who` names the dataset in notes."""
+    repeated, like an epoch loop, by the feed). `who` names the dataset in notes. `guard`
+    (`Watchdog.call`): the first batch is taken under its deadline; a `Stalled` it raises carries
+    `.graph` and `.dataset`, so the caller can look for the stage that stalls."""
     phase("building the dataset")
     kwargs = dict(builder_kwargs)
     builder_took_batch_size = False
@@ -85,7 +88,16 @@ def prepare_dataset(
         )
 
     phase("taking the first batch")
-    first = take_first_batch(dataset, clock_ns)
+    if guard is None:
+        first = take_first_batch(dataset, clock_ns)
+    else:
+        from pipediag.modes.watchdog import Stalled
+
+        try:
+            first = guard(lambda: take_first_batch(dataset, clock_ns), f"taking {who}'s first batch")
+        except Stalled as stall:
+            stall.graph, stall.dataset = graph, dataset
+            raise
     return PreparedDataset(
         dataset=dataset, graph=graph, stages=tuple(stages), cardinality=n, first_batch=first.batch,
         first_batch_ns=first.elapsed_ns, element=describe(dataset.element_spec, first.batch), notes=notes,

@@ -9,10 +9,17 @@ import os
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from pipediag.errors import UsageError
+from pipediag.errors import OutputError, UsageError
 
 EXIT_OK, EXIT_USER_CODE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_SLOWER = 3  # compare --fail-if-slower: B is slower than A by more than the limit, with confidence
+EXIT_STALLED = 4  # no batch (or no step) for --stall-timeout: the partial report is still written
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15), e.g. from `timeout` or a job scheduler: as Ctrl-C otherwise
+
+
+def exit_code_for(status: str) -> int:
+    """A finished command's exit code from its result's status (interrupted: see cli.main for SIGTERM)."""
+    return {"interrupted": EXIT_INTERRUPTED, "stalled": EXIT_STALLED, "failed": EXIT_USER_CODE}.get(status, EXIT_OK)
 
 
 def positive_float(text: str) -> float:
@@ -59,6 +66,8 @@ def check_outputs(args: argparse.Namespace) -> None:
             flag = "--" + option.replace("_", "-")
             example = os.path.join(path, "samples.csv" if option == "samples_csv" else f"run.{option}")
             raise UsageError(f"{flag} {path} is a folder", f"give a file name, e.g. {flag} {example}")
+        if path:
+            _check_writable(path, "--" + option.replace("_", "-"))
     if getattr(args, "html", None):
         try:
             import matplotlib  # noqa: F401
@@ -67,37 +76,73 @@ def check_outputs(args: argparse.Namespace) -> None:
                              "pip install matplotlib (pipediag lists it as a dependency)") from None
 
 
+def _check_writable(path: str, flag: str) -> None:
+    """The file's folder, or the nearest part of it that exists (pipediag creates the rest), must
+    be a folder this process may write in."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise UsageError(f"{flag} {path}: {folder} is a file, not a folder", "give a path inside a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: the folder {folder} is not writable", "choose a folder you can write in")
+
+
 def write_outputs(result, args: argparse.Namespace) -> list[str]:
     """Write every file asked for (JSON, HTML, samples CSV), each atomically; return their paths.
     `result`: a diagnosis, comparison, sweep or scale result (the HTML page fits its kind; the
-    samples CSV is a diagnosis's). Called for interrupted runs too: a partial report is still a report."""
+    samples CSV is a diagnosis's). Called for interrupted and stalled runs too: a partial report
+    is still a report. A file that cannot be written does not stop the others: they are written,
+    then the first failure is raised (an `OutputError` naming its file)."""
+    written, failed = _write_each(result, args)
+    if failed:
+        raise failed[0]
+    return written
+
+
+def _write_each(result, args: argparse.Namespace) -> tuple[list[str], list[OutputError]]:
     from pipediag.diagnosis import write_json, write_text
 
-    written = []
-    if getattr(args, "json", None):
-        write_json(result.to_dict(), args.json)
-        written.append(args.json)
-    if getattr(args, "html", None):
+    def page() -> str:
         from pipediag.report.html_pages import render_page
 
-        write_text(render_page(result), args.html)
-        written.append(args.html)
-    if getattr(args, "samples_csv", None):
+        return render_page(result)
+
+    def samples() -> str:
         from pipediag.report.samples_csv import format_samples_csv
 
-        write_text(format_samples_csv(result), args.samples_csv)
-        written.append(args.samples_csv)
-    return written
+        return format_samples_csv(result)
+
+    jobs = (("json", lambda path: write_json(result.to_dict(), path)),
+            ("html", lambda path: write_text(page(), path)),
+            ("samples_csv", lambda path: write_text(samples(), path)))
+    written: list[str] = []
+    failed: list[OutputError] = []
+    for option, write in jobs:
+        path = getattr(args, option, None)
+        if not path:
+            continue
+        try:
+            write(path)
+            written.append(path)
+        except OutputError as error:
+            failed.append(error)
+    return written, failed
 
 
 def print_and_write(result, report, args: argparse.Namespace, out, err, *, name_files: bool = True) -> None:
     """Write every file asked for, print the report, then name the files written (on stderr, so
-    stdout holds the report alone). `name_files=False` leaves the names out."""
-    written = write_outputs(result, args)
+    stdout holds the report alone). `name_files=False` leaves the names out. A file that could
+    not be written is raised after the report is printed: the measurement is not lost with it."""
+    written, failed = _write_each(result, args)
     out.print(report)
     if name_files:
         for path in written:
             err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
+    if failed:
+        for error in failed[1:]:
+            err.print(f"[bold red]error:[/bold red] {error.message}", highlight=False)
+        raise failed[0]
 
 
 class RichProgress:

@@ -5,7 +5,8 @@
     pipediag compare --baseline baseline.json data.py:make_dataset --fail-if-slower 5%
 
 Exit codes: 0 compared (whatever the verdict), 3 `--fail-if-slower` failed, 1 the user's code
-failed, 2 usage error, 130 interrupted (the partial report is still printed and written).
+failed, 2 usage error, 4 stalled (--stall-timeout), 130 interrupted (the partial report is
+still printed and written after 4 and 130).
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pipediag.commands.common import (
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SLOWER,
     add_output_arguments,
+    exit_code_for,
     check_outputs,
     positive_float,
     print_and_write,
@@ -155,6 +156,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         with RoundsProgress(err) as progress:
             comparison = compare(a, b, progress=progress, **options)
     print_and_write(comparison, render_comparison(comparison), args, out, err)
-    if comparison.status == "interrupted":
-        return EXIT_INTERRUPTED
+    if comparison.status != "complete":
+        return exit_code_for(comparison.status)
     return EXIT_SLOWER if comparison.regression else EXIT_OK

@@ -8,11 +8,10 @@ from typing import Any
 from rich.console import Console
 
 from pipediag.commands.common import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
     RichProgress,
     add_output_arguments,
     check_outputs,
+    exit_code_for,
     positive_float,
     positive_int,
     print_and_write,
@@ -40,6 +39,10 @@ def add_target_arguments(p: argparse.ArgumentParser, *, batch_size: bool = True,
                    help=f"{max_seconds[1]} (default: {max_seconds[0]:g})")
     p.add_argument("--sample-hz", type=positive_float, default=10.0, help="CPU/GPU sampling rate (default: 10)")
     p.add_argument("--quiet", action="store_true", help="for CI logs: no progress bars or messages, the report only")
+    p.add_argument("--stall-timeout", type=positive_float, metavar="SECONDS",
+                   help="no batch (or a step that does not return) for this long ends the run as stalled: the "
+                   "modes measured before are kept and written, exit code 4 (default: 10x the slowest batch seen, "
+                   "at least 60 s; 300 s for the first batch)")
 
 
 def add_dataset_arguments(p: argparse.ArgumentParser, command: str) -> None:
@@ -102,7 +105,7 @@ def load_step_options(args: argparse.Namespace) -> dict:
     return dict(
         model=model, step=step, builder_kwargs=dict(targets.parse_kwarg(a) for a in args.arg),
         batch_size=getattr(args, "batch_size", None), batched=args.batched, batch_format=args.batch_format,
-        sample_hz=args.sample_hz, step_label=args.model or args.step,
+        sample_hz=args.sample_hz, step_label=args.model or args.step, stall_timeout_s=args.stall_timeout,
     )
 
 
@@ -130,4 +133,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             diagnosis = api.diagnose(builder, progress=progress, **options)
     # Files first: on an interrupted run they are what the user keeps.
     print_and_write(diagnosis, render_diagnosis(diagnosis), args, out, err, name_files=not args.quiet)
-    return EXIT_INTERRUPTED if diagnosis.status == "interrupted" else EXIT_OK
+    if diagnosis.error is not None:  # the user's code raised mid-run: its traceback after the partial report
+        raise diagnosis.error
+    return exit_code_for(diagnosis.status)

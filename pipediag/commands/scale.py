@@ -8,10 +8,9 @@ import shlex
 from rich.console import Console
 
 from pipediag.commands.common import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
     RichProgress,
     add_output_arguments,
+    exit_code_for,
     check_outputs,
     positive_float,
     positive_int,
@@ -107,4 +106,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         with RichProgress(err) as progress:
             result = scaling.scale(builder, progress=progress, **options)
     print_and_write(result, render_scale(result), args, out, err)
-    return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK
+    if result.error is not None:  # a server died or the user's code raised: after the partial report
+        raise result.error
+    return exit_code_for(result.status)

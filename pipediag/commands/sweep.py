@@ -7,10 +7,9 @@ import argparse
 from rich.console import Console
 
 from pipediag.commands.common import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
     RichProgress,
     add_output_arguments,
+    exit_code_for,
     check_outputs,
     positive_int,
     print_and_write,
@@ -78,4 +77,4 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         with RichProgress(err) as progress:
             result = sweep(builder, sizes, progress=progress, **options)
     print_and_write(result, render_sweep(result), args, out, err)
-    return EXIT_INTERRUPTED if result.status == "interrupted" else EXIT_OK
+    return exit_code_for(result.status)

@@ -99,9 +99,11 @@ def tune_with_ablation(
     thorough: bool = False,
     outcome: TuningOutcome | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
+    guard: Callable[..., Any] | None = None,
 ) -> TuningOutcome:
     """Run the ablation and the tuned mode. `outcome`, when given, is filled in as runs finish,
-    so a Ctrl-C leaves what was measured."""
+    so a Ctrl-C leaves what was measured. `guard` (`Watchdog.call`): a cache fill runs under its
+    deadline (see `tuning.fill_cache`)."""
     out = outcome if outcome is not None else TuningOutcome(changes=list(plan.changes))
     out.changes = list(plan.changes)
     out.notes.extend(plan.notes)
@@ -113,7 +115,7 @@ def tune_with_ablation(
 
     def one(role: str, keys_: tuple[str, ...], name: str, run_name: str, run_rule: StopRule):
         """Build and run one variant; (run, check, cache fill ns, its changes) or None."""
-        tuned: TunedPipeline | None = build(plan, keys_, clock_ns)
+        tuned: TunedPipeline | None = build(plan, keys_, clock_ns, guard=guard)
         skipped = {c.key: c.reason or "could not be applied" for c in tuned.changes if c.key in keys_ and not c.applied}
         for key, reason in skipped.items():
             excluded.setdefault(key, reason)

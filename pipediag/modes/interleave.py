@@ -113,7 +113,7 @@ class Rounds:
     segment_seconds: float
     baseline_chunks: dict[str, tuple[float, ...]]  # kind -> the saved run's chunk rates
     notes: tuple[str, ...] = ()
-    failed_side: str | None = None  # out_of_memory, input_exhausted: whose turn it was
+    failed_side: str | None = None  # out_of_memory, input_exhausted, stalled: whose turn it was
 
 
 class RoundProgress(Protocol):
@@ -152,12 +152,15 @@ def run_rounds(
     baseline_scale: float = 1.0,
     progress: RoundProgress | None = None,
     dispatch: Callable[[Any], Callable[[], Any]] | None = None,
+    watchdog: Any = None,
 ) -> Rounds:
     """Probe each side once, then run rounds until the answer is clear or a cap is reached.
 
     `a` is None when comparing against a saved run: `baseline` then holds its runs per kind.
     `dispatch` (a JAX or PyTorch step): fed turns keep one step in flight while fetching, as
     diagnose does (runner.Overlapped); without a synthetic run each fetch counts whole as wait.
+    `watchdog` (modes.watchdog.Watchdog): every turn's batches and steps run under its deadline;
+    a turn that stalls ends the rounds (stop_reason "stalled", `failed_side` names whose turn).
     """
     if (a is None) == (baseline is None):
         raise ValueError("give side A or a saved baseline, not both")
@@ -183,7 +186,7 @@ def run_rounds(
         try:
             fed = kind == FED
             run = run_mode(f"{name}:{kind}", sides[name].next_batch, step if fed and dispatch is None else None, rule,
-                           clock_ns=clock_ns, dispatch=dispatch if fed else None, **kw)
+                           clock_ns=clock_ns, dispatch=dispatch if fed else None, watchdog=watchdog, **kw)
         except UserCodeError as error:  # say whose turn it was: A's and B's code may differ
             raise UserCodeError(f"{error.where} (in {name}'s turn)", error.error, error.hint) from error.error
         finally:
@@ -194,7 +197,7 @@ def run_rounds(
         return segment
 
     def ended(segment: Segment) -> str | None:
-        if segment.run.stop_reason in ("interrupted", "out_of_memory", "input_exhausted"):
+        if segment.run.stop_reason in ("interrupted", "out_of_memory", "input_exhausted", "stalled"):
             return segment.run.stop_reason
         return None
 
@@ -287,5 +290,5 @@ def run_rounds(
     return Rounds(
         segments=tuple(segments), rounds=tuple(rounds), stop_reason=stop_reason, intervals=intervals,
         primary=primary, looks_taken=sequential.looks_taken, segment_seconds=segment_s, baseline_chunks=chunks,
-        notes=tuple(notes), failed_side=failed if stop_reason in ("out_of_memory", "input_exhausted") else None,
+        notes=tuple(notes), failed_side=failed if stop_reason in ("out_of_memory", "input_exhausted", "stalled") else None,
     )

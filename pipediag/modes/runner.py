@@ -21,6 +21,7 @@ from typing import Any
 
 from pipediag import stats
 from pipediag.errors import UserCodeError
+from pipediag.modes.watchdog import Stalled, Watchdog
 from pipediag.steps.device_memory import FrameworkMemory
 from pipediag.steps.oom import framework_of, is_out_of_memory
 
@@ -88,7 +89,7 @@ class ModeRun:
     first_step_ns: int | None  # the very first step: tracing and compiling included
     warmup_steps: int
     warmup_ns: int
-    stop_reason: str  # stable | time_cap | max_steps | out_of_memory | interrupted | input_exhausted
+    stop_reason: str  # stable | time_cap | max_steps | out_of_memory | interrupted | input_exhausted | stalled
     error: ErrorInfo | None = None
     notes: tuple[str, ...] = ()
     device_memory: FrameworkMemory | None = None  # the framework's own peak over the mode, when it tells
@@ -160,12 +161,15 @@ class _Clocked:
     clock_ns: Callable[[], int]
     next_batch: Callable[[], Any]
     step: Callable[[Any], Any] | None
+    doing: str = "fetch"  # what the last call was doing: "fetch" (a batch) or "step"; names a stall
 
     def one(self) -> tuple[int, int]:
         t0 = self.clock_ns()
+        self.doing = "fetch"
         batch = self._fetch()
         t1 = self.clock_ns()
         if self.step is not None:
+            self.doing = "step"
             self._guard(lambda: self.step(batch))
         t2 = self.clock_ns()
         return t1 - t0, t2 - t1
@@ -219,10 +223,12 @@ class Overlapped(_Clocked):
 
     def one(self) -> tuple[int, int]:
         t0 = self.clock_ns()
+        self.doing = "fetch"
         batch = self._fetch()
         t1 = self.clock_ns()
         self.drain()
         t2 = self.clock_ns()
+        self.doing = "step"
         self.pending = self._guard(lambda: self.dispatch(batch))
         t3 = self.clock_ns()
         fetch, block = t1 - t0, t2 - t1
@@ -235,6 +241,7 @@ class Overlapped(_Clocked):
         if self.pending is None:
             return 0
         finish, self.pending = self.pending, None
+        self.doing = "step"
         t0 = self.clock_ns()
         self._guard(finish)
         return self.clock_ns() - t0
@@ -252,15 +259,20 @@ def run_mode(
     first_step_is_compile: bool = False,
     dispatch: Callable[[Any], Callable[[], Any]] | None = None,
     hideable_ns: int | None = None,
+    watchdog: Watchdog | None = None,
 ) -> ModeRun:
     """Time one mode. `warmup_until`, if given, extends the warm-up until it returns True
     (bounded by `rule.warmup_max_seconds`), e.g. until a cache has been filled once.
     `dispatch`, instead of `step`: run the step with one in flight while the next batch is
-    fetched (see `Overlapped`); `hideable_ns` is the synthetic mode's median wait for a step."""
+    fetched (see `Overlapped`); `hideable_ns` is the synthetic mode's median wait for a step.
+    `watchdog`: every step (fetch and step together, timed inside) runs under its deadline; one
+    that misses it ends the mode with stop_reason "stalled", its steps so far kept, and an error
+    saying whether it was waiting for a batch or inside the step."""
     if dispatch is not None and step is not None:
         raise ValueError("give step or dispatch, not both")
     overlapped = Overlapped(clock_ns, next_batch, dispatch, hideable_ns) if dispatch is not None else None
     clocked = overlapped or _Clocked(clock_ns, next_batch, step)
+    guarded = _guarded(clocked, watchdog, name)
     notes: list[str] = []
     first_step_ns: int | None = None
     warmup_steps = 0
@@ -272,11 +284,13 @@ def run_mode(
     block: list[int] = []
 
     def finish(reason: str, error: BaseException | None = None) -> ModeRun:
-        if overlapped is not None and error is None and reason != "interrupted":
+        if overlapped is not None and error is None and reason not in ("interrupted", "stalled"):
             try:
-                overlapped.drain()  # the last step's work ends inside this mode, not in the next
+                guarded(overlapped.drain)  # the last step's work ends inside this mode, not in the next
             except _OutOfMemory as oom:
                 reason, error = "out_of_memory", oom.error
+            except Stalled as stall:
+                reason, error = "stalled", stall
         return ModeRun(
             name=name,
             start_ns=window_start,
@@ -296,8 +310,8 @@ def run_mode(
 
     try:
         if first_step_is_compile:
-            w, c = clocked.one()
-            first_step_ns = w + c + clocked.drain()  # the first step's own device work included
+            w, c = guarded(clocked.one)
+            first_step_ns = w + c + guarded(clocked.drain)  # the first step's own device work included
             warmup_steps += 1
         compile_steps = warmup_steps
         while True:
@@ -310,7 +324,7 @@ def run_mode(
             if elapsed_s > rule.warmup_max_seconds:
                 notes.append(f"warm-up stopped after {elapsed_s:.1f} s before its condition was met")
                 break
-            clocked.one()
+            guarded(clocked.one)
             warmup_steps += 1
             if progress is not None:
                 progress(name, 0.0, rule.max_seconds, 0)
@@ -319,7 +333,7 @@ def run_mode(
         last_check = 0
         last_progress_ns = 0
         while True:
-            w, c = clocked.one()
+            w, c = guarded(clocked.one)
             wait.append(w)
             compute.append(c)
             if overlapped is not None:
@@ -346,6 +360,26 @@ def run_mode(
         return finish("input_exhausted")
     except KeyboardInterrupt:
         return finish("interrupted")
+    except Stalled as stall:
+        return finish("stalled", stall)
+
+
+def _guarded(clocked: _Clocked, watchdog: Watchdog | None, mode: str) -> Callable[[Callable[[], Any]], Any]:
+    """Call `fn` under the watchdog's deadline; a stall is named by what the step was doing."""
+    if watchdog is None:
+        return lambda fn: fn()
+
+    def call(fn: Callable[[], Any]) -> Any:
+        try:
+            return watchdog.call(fn, f"{mode} mode")
+        except Stalled as stall:
+            stall.in_step = clocked.doing == "step"
+            doing = ("inside the step (it did not return)" if stall.in_step
+                     else "waiting for the next batch from the pipeline")
+            stall.what = f"{mode} mode, {doing}"
+            raise
+
+    return call
 
 
 def is_stable(step_ns: list[int] | tuple[int, ...], rel_half_width: float, mean_rel_half_width: float) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import psutil
 
@@ -269,7 +270,8 @@ def plan_tuning(
     return TuningPlan(dataset, graph, stages, facts, changes, functions)
 
 
-def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = time.monotonic_ns) -> TunedPipeline:
+def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = time.monotonic_ns,
+          guard: Callable[..., Any] | None = None) -> TunedPipeline:
     """The user's pipeline with the planned changes named by `keys` (Change.key) applied.
 
     Order matters only for node names, and splices keep the names upstream of them: in-place
@@ -336,10 +338,11 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
             without_cache = graph.copy()
             cached = graph.splice_over(cache.node, lambda d: d.cache(), "cache")
             limit_s = 2 * plan.facts.fill_budget_seconds
-            cache_fill_ns = _fill(graph.cut(cached), limit_s, clock_ns)
+            cache_fill_ns, why = fill_cache(graph.cut(cached), limit_s, plan.facts.ram_budget_bytes, clock_ns,
+                                            guard=guard)
             if cache_fill_ns is None:
                 graph = without_cache
-                outcome(cache.skipped(f"filling it took over {limit_s:.0f} s; stopped"))
+                outcome(cache.skipped(why))
             else:
                 outcome(Change(**{**cache.to_dict(), "details": {**cache.details, "fill_ns": cache_fill_ns}}))
 
@@ -490,14 +493,62 @@ def _compatible(a, b) -> bool:
     return all(x.is_compatible_with(y) for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b)))
 
 
-def _fill(cached_cut, limit_s: float, clock_ns: Callable[[], int]) -> int | None:
-    """Iterate the cached part once so the in-memory cache is complete; None if it overran.
-    A cache whose first pass is abandoned is discarded by TensorFlow, so stopping is safe."""
+RSS_CHECK_S = 0.05  # how often the filling cache's memory is read (psutil: ~20 µs a read)
+
+
+def rss_bytes() -> int:
+    return psutil.Process().memory_info().rss
+
+
+def fill_cache(cached_cut, limit_s: float, ram_budget_bytes: int, clock_ns: Callable[[], int] = time.monotonic_ns,
+               rss: Callable[[], int] = rss_bytes,
+               guard: Callable[..., Any] | None = None) -> tuple[int | None, str | None]:
+    """Iterate the cached part once so the in-memory cache is complete: (nanoseconds it took,
+    None), or (None, why it was abandoned). It is abandoned when it takes over `limit_s`, or
+    when this process's resident memory grows past `ram_budget_bytes` while it fills. The size
+    estimate that chose the cache rests on the dataset's cardinality (or a counting pass), which
+    can be wrong (an `assert_cardinality` that lies, a filter, elements that vary in size); the
+    memory actually taken is what decides. A cache whose first pass is abandoned is discarded by
+    TensorFlow (its iterator is dropped here), so stopping is safe.
+
+    Elements are read in chunks of about `RSS_CHECK_S`, memory and time checked between chunks;
+    `guard` (`Watchdog.call`) runs each chunk under the stall deadline, so a pipeline that stalls
+    while the cache fills raises `Stalled` instead of hanging."""
     start = clock_ns()
-    for _ in cached_cut:
-        if (clock_ns() - start) / 1e9 > limit_s:
-            return None
-    return clock_ns() - start
+    base = rss()
+    iterator = iter(cached_cut)
+    chunk_ns = int(RSS_CHECK_S * 1e9)
+
+    def chunk() -> bool:
+        """Read elements for about RSS_CHECK_S; True when the pass has ended."""
+        t0 = clock_ns()
+        for _ in iterator:
+            if clock_ns() - t0 >= chunk_ns:
+                return False
+        return True
+
+    try:
+        while True:
+            done = chunk() if guard is None else guard(chunk, "filling the tuned mode's cache")
+            if done:
+                break
+            if (clock_ns() - start) / 1e9 > limit_s:
+                return None, f"filling it took over {limit_s:.0f} s; stopped"
+            grown = rss() - base
+            if grown > ram_budget_bytes:
+                return None, (f"while it filled, this process's memory grew by {grown / 2**30:.2f} GiB, past the "
+                              f"RAM budget of {ram_budget_bytes / 2**30:.2f} GiB (--ram-budget-mb): abandoned "
+                              "before it could exhaust memory; the dataset holds more than its size estimate said")
+    except tf.errors.OpError as error:  # e.g. an assert_cardinality that lies: TensorFlow stops the pass
+        first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        return None, f"filling it failed, so it was abandoned: {type(error).__name__}: {first}"
+    finally:
+        del iterator  # an unfinished cache is released with its iterator
+    grown = rss() - base
+    if grown > ram_budget_bytes:
+        return None, (f"once filled it took {grown / 2**30:.2f} GiB, past the RAM budget of "
+                      f"{ram_budget_bytes / 2**30:.2f} GiB (--ram-budget-mb): dropped")
+    return clock_ns() - start, None
 
 
 def _options(latency: bool):

@@ -73,17 +73,23 @@ def _pull(iterator, calls: int) -> int:
     return calls
 
 
-def _time_cut(dataset, per_call: int, rule: WaterfallRule, cap_s: float, clock_ns: Callable[[], int]):
-    """(StageTiming fields, bytes per element) for one cut; each next() yields `per_call` elements."""
+def _time_cut(dataset, per_call: int, rule: WaterfallRule, cap_s: float, clock_ns: Callable[[], int],
+              guard: Callable[[Callable[[], int]], int] = lambda fn: fn()):
+    """(StageTiming fields, bytes per element) for one cut; each next() yields `per_call` elements.
+    `guard` runs each chunk of next() calls (under the watchdog's deadline)."""
     iterator = iter(dataset)
+
+    def pull(calls: int) -> int:
+        return guard(lambda: _pull(iterator, calls))
+
     start = clock_ns()
-    if _pull(iterator, 1) == 0:
+    if pull(1) == 0:
         return dict(reason="the pipeline up to here yields no elements"), None
     calls = 1
     target_ns = int(rule.chunk_target_s * 1e9)
     while True:  # warm-up: double the chunk until one takes the target time
         t0 = clock_ns()
-        got = _pull(iterator, calls)
+        got = pull(calls)
         dt = clock_ns() - t0
         if got < calls:
             return dict(reason="the pipeline up to here ended during warm-up"), None
@@ -102,7 +108,7 @@ def _time_cut(dataset, per_call: int, rule: WaterfallRule, cap_s: float, clock_n
             stop = "stable"
             break
         t0 = clock_ns()
-        got = _pull(iterator, calls)
+        got = pull(calls)
         dt = clock_ns() - t0
         if got:
             chunk_elements.append(got * per_call)
@@ -114,7 +120,7 @@ def _time_cut(dataset, per_call: int, rule: WaterfallRule, cap_s: float, clock_n
     sample_start = clock_ns()
     for _ in range(_SIZE_SAMPLES):
         try:
-            value = next(iterator)
+            value = guard(lambda: next(iterator))
         except StopIteration:
             break
         size = _element_bytes(value)
@@ -137,12 +143,17 @@ def measure_anatomy(
     first_batch_s: float | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
     progress: Callable[[str], None] | None = None,
+    watchdog=None,
 ) -> AnatomyResult:
     """Time each stage's cut; enrich the stages with cardinality and bytes per element.
 
     first_batch_s: how long the whole pipeline took to its first batch. A cut after a shuffle
     fills that buffer again before its first element, which can take about as long; such a cut
-    is skipped, and says so, when that would overrun the waterfall's budget."""
+    is skipped, and says so, when that would overrun the waterfall's budget.
+
+    watchdog (modes.watchdog.Watchdog): each chunk of next() calls runs under its deadline; a cut
+    that stalls raises `Stalled` (the cuts are timed last stage first, so the caller finds the
+    stage with `locate_stall`)."""
     started = clock_ns()
     stages = graph.stages()
     plan = timing_plan(stages, batch_size)
@@ -192,7 +203,8 @@ def measure_anatomy(
             progress(stage.label)
         try:
             fields, sizes[stage.index] = _time_cut(
-                dataset, per_call, rule, min(rule.stage_cap_s, rule.total_cap_s - spent), clock_ns)
+                dataset, per_call, rule, min(rule.stage_cap_s, rule.total_cap_s - spent), clock_ns,
+                _stage_guard(watchdog, stage.label))
         except (tf.errors.OpError, ValueError, TypeError) as error:
             fields = dict(reason=f"iterating the pipeline up to here failed: {type(error).__name__}: {error}")
         timing = StageTiming(stage.index, **fields)
@@ -210,3 +222,46 @@ def measure_anatomy(
         enriched.append(replace(stage, cardinality=counts.get(stage.index), bytes_per_element=size))
     anatomy = build_anatomy(enriched, timings, batch_size, seconds=(clock_ns() - started) / 1e9)
     return AnatomyResult(enriched, anatomy)
+
+
+def _stage_guard(watchdog, label: str) -> Callable[[Callable[[], int]], int]:
+    if watchdog is None:
+        return lambda fn: fn()
+    return lambda fn: watchdog.call(fn, f"the anatomy, timing the pipeline up to {label}")
+
+
+PROBE_WINDOW_S = 2.0  # elements read from each prefix while looking for the stage that stalls
+
+
+def locate_stall(graph: PipelineGraph, options, watchdog, deadline_s: float,
+                 window_s: float = PROBE_WINDOW_S) -> tuple[str | None, str | None]:
+    """The stage whose prefix stops yielding: (its label, None), or (None, why not found).
+
+    Each stage's cut (the pipeline up to it) is read from its start, one element at a time under
+    `watchdog` with `deadline_s` per element, for up to `window_s`. The first cut that stalls
+    names the stage that was working: every stage before it still yields. A stall that needs
+    more data than the window reads (the 10,000th element) is not found, and the reason says so.
+    Each stalled probe leaves one more stuck thread; the command line ends the process anyway.
+    """
+    from pipediag.modes.watchdog import Stalled
+
+    for stage in graph.stages():
+        try:
+            cut = graph.cut(stage.node)
+            if options is not None:
+                cut = cut.with_options(options)
+            iterator = iter(cut)
+        except (GraphError, tf.errors.OpError, ValueError, TypeError) as error:
+            return None, f"the pipeline up to {stage.label} could not be rebuilt to find it: {error}"
+        start = time.monotonic()
+        while time.monotonic() - start < window_s:
+            try:
+                watchdog.call(lambda it=iterator: next(it), f"finding the stalled stage ({stage.label})", deadline_s)
+            except Stalled:
+                return stage.label, None
+            except StopIteration:
+                break
+            except Exception:  # noqa: BLE001 - a failing cut is not the stall; the next stage is tried
+                break
+    return None, (f"every stage's prefix yielded for {window_s:g} s when read again: the stall comes later in "
+                  "the data, or depends on something outside the pipeline (a server, a lock)")

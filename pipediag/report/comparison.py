@@ -22,6 +22,7 @@ _STOPS = {
     "interrupted": "interrupted (Ctrl-C)",
     "out_of_memory": "a step ran out of memory",
     "input_exhausted": "a side's input ran out",
+    "stalled": "a side stalled (no batch or step for the stall timeout)",
 }
 _KIND_NAMES = {"fed": "fed step (what training sees)", "input_only": "input only (the pipeline alone)"}
 

@@ -35,7 +35,7 @@ _KIND_COLORS = {"fed": "#dd8452", "input_only": "#55a868"}
 _STOPS = {
     "clear": "the answer was clear", "round_cap": "round cap reached", "time_cap": "time cap reached",
     "interrupted": "interrupted (Ctrl-C)", "out_of_memory": "a step ran out of memory",
-    "input_exhausted": "a side's input ran out",
+    "input_exhausted": "a side's input ran out", "stalled": "a side stalled (no batch or step for the stall timeout)",
 }
 
 

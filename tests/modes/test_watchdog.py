@@ -1,0 +1,91 @@
+"""The watchdog: a deadline on calls, in plain Python (no TensorFlow). Calls that block wait on an
+Event the test releases at the end, so no thread outlives the test."""
+
+import threading
+
+import pytest
+
+from pipediag.modes import watchdog as wd
+from pipediag.modes.runner import StopRule, run_mode
+from pipediag.modes.watchdog import StallInfo, Stalled, Watchdog
+
+
+@pytest.fixture
+def release():
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def test_returns_the_result_and_reraises_the_callers_errors():
+    dog = Watchdog(5.0)
+    assert dog.call(lambda: 42, "x") == 42
+    with pytest.raises(ZeroDivisionError):
+        dog.call(lambda: 1 / 0, "x")
+    with pytest.raises(StopIteration):
+        dog.call(lambda: next(iter(())), "x")
+    assert dog.call(lambda: "again", "x") == "again"  # the same worker goes on after an error
+
+
+def test_a_call_past_its_deadline_raises_stalled_and_leaves_a_counted_thread(release):
+    dog = Watchdog(0.2)
+    before = wd.stuck_threads()
+    with pytest.raises(Stalled) as raised:
+        dog.call(release.wait, "pipeline mode")
+    assert raised.value.what == "pipeline mode" and raised.value.timeout_s == 0.2
+    assert "nothing for" in str(raised.value)
+    assert wd.stuck_threads() == before + 1
+    assert dog.call(lambda: "fresh worker", "x") == "fresh worker"  # the stuck one is not reused
+    release.set()
+    assert dog.last_stall is raised.value
+
+
+def test_the_default_deadline_fits_the_slowest_call_with_a_floor():
+    dog = Watchdog(floor_s=60.0, factor=10.0, first_call_s=300.0)
+    assert dog.deadline_s() == 300.0  # nothing returned yet: the first batch may fill a shuffle buffer
+    dog.seen(0.5)
+    assert dog.deadline_s() == 60.0  # the floor
+    dog.seen(9.0)
+    dog.seen(1.0)
+    assert dog.deadline_s() == 90.0  # 10x the slowest so far
+    assert Watchdog(2.5).deadline_s() == 2.5  # the user's --stall-timeout, as given
+    with pytest.raises(ValueError):
+        Watchdog(0)
+
+
+def test_run_mode_keeps_the_steps_before_a_stall_and_says_what_it_was_doing(release):
+    calls = [0]
+
+    def next_batch():
+        calls[0] += 1
+        if calls[0] > 12:
+            release.wait()
+        return calls[0]
+
+    run = run_mode("pipeline", next_batch, lambda batch: None, StopRule(max_seconds=60, min_seconds=60, warmup_steps=2),
+                   clock_ns=__import__("time").monotonic_ns, watchdog=Watchdog(0.3))
+    assert run.stop_reason == "stalled" and run.steps == 10  # 2 warm-up steps, then 10 timed
+    assert run.error.type == "Stalled" and "waiting for the next batch" in run.error.message
+
+
+def test_a_step_that_does_not_return_is_named_as_the_step(release):
+    calls = [0]
+
+    def step(batch):
+        calls[0] += 1
+        if calls[0] > 3:
+            release.wait()
+
+    run = run_mode("synthetic", lambda: 1, step, StopRule(max_seconds=60, min_seconds=60, warmup_steps=1),
+                   clock_ns=__import__("time").monotonic_ns, watchdog=Watchdog(0.3))
+    assert run.stop_reason == "stalled" and run.steps == 2
+    assert "inside the step" in run.error.message
+
+
+def test_stall_info_round_trips_and_reads():
+    info = StallInfo(mode="pipeline", what="pipeline mode, waiting for the next batch from the pipeline",
+                     waited_s=3.0, timeout_s=3.0, steps=45, stage="map(read)")
+    assert StallInfo.from_dict(info.to_dict()) == info
+    assert "map(read)" in info.text and "stall timeout 3 s" in info.text
+    unknown = StallInfo("pipeline", "pipeline mode", 3.0, 3.0, stage_reason="every stage's prefix yielded")
+    assert "not known: every stage" in unknown.text

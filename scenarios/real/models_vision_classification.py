@@ -1,0 +1,221 @@
+"""tensorflow/models, official/vision image classification input, over TFRecords of tf.train.Example.
+
+Source: github.com/tensorflow/models, `official/vision/dataloaders/classification_input.py`
+(`Decoder.decode`, `Parser._parse_train_data` / `_parse_train_image`), the crop helpers of
+`official/vision/ops/preprocess_ops.py` (`random_crop_image`, `center_crop_image`, their `_v2`
+forms, `normalize_image`) and the reader of `official/core/input_reader.py` (`InputReader.read`:
+`_shard_files_then_read` = file list shuffled and repeated, `interleave(TFRecordDataset,
+num_parallel_calls=AUTOTUNE)`; then `shuffle`, decoder map and parser map, both
+`num_parallel_calls=AUTOTUNE`, `batch(drop_remainder=True)`, `prefetch(AUTOTUNE)`).
+
+The user's form is the Parser with `decode_jpeg_only=False` (a config flag of the source): the whole
+JPEG is decoded (`tf.io.decode_image`), then an inception-style random crop (8-100% of the area) is
+sliced out, flipped, resized to the output size and normalized. The source's own fast form is its
+default, `decode_jpeg_only=True`: `extract_jpeg_shape`, then `decode_and_crop_jpeg` decodes only
+the crop window (`random_crop_image_v2`).
+
+Changed to run here: 4 local TFRecord shards of 64 photo-like 384x384 JPEGs (keys `image/encoded`,
+`image/class/label`, as the source's Decoder reads them), made from a fixed seed; output size 128
+(the source's configs use 224) and a small ResNet-style Keras CNN instead of ResNet-50 (2 CPU
+cores); the parser's optional stages that are off by default (color jitter, autoaug/randaug,
+random erasing, three-augment) are left out; `normalize_image` is inlined; one file list of the
+matched files instead of a config's file pattern; shuffle buffer 256 (the config's default is
+10000, more than this data set).
+
+Expected answer and why (plain TensorFlow, measured on the shared 2-core machine, 2026-12-01,
+`flock /tmp/pipediag-cpu.lock`, batch 32, 3 repeats, median; see MEASURED below):
+- bottleneck `input`: the pipeline alone gives fewer batches per second than the step takes with
+  a constant batch (the free step), by far more than noise.
+- stage `parallel_map(parse_train_data)`: the parser map holds the full JPEG decode (the costly part, the
+  prefix up to the decoder map is several times faster).
+- right: `decode_crop` (decode only the crop window: the source's own `decode_jpeg_only=True`).
+  The maps are already parallel and the crop is random, so nothing else the source does is faster.
+- wrong: `cache@parallel_map(parse_train_data)` (would replay one epoch's random crops and flips),
+  step-side fixes.
+"""
+
+import os
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+import keras
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _common import STEP_FIXES, Expected, data_dir, photo_like  # noqa: E402
+
+EXPECTED = Expected(
+    bottleneck="input",
+    stage="parallel_map(parse_train_data)",
+    right_fixes=("decode_crop",),
+    wrong_fixes=("cache@parallel_map(parse_train_data)",) + STEP_FIXES,
+)
+
+SHARDS, PER_SHARD, JPEG_SIZE, OUTPUT_SIZE, CLASSES = 4, 64, 384, [128, 128], 10
+SHUFFLE_BUFFER, SEED = 256, 7
+
+MEAN_RGB = (0.485 * 255, 0.456 * 255, 0.406 * 255)
+STDDEV_RGB = (0.229 * 255, 0.224 * 255, 0.225 * 255)
+CENTER_CROP_FRACTION = 0.875
+
+
+def _write(folder):
+    rng = np.random.default_rng(21)
+    for shard in range(SHARDS):
+        path = os.path.join(folder, f"train-{shard:05d}-of-{SHARDS:05d}")
+        with tf.io.TFRecordWriter(path) as writer:
+            for i in range(PER_SHARD):
+                jpeg = tf.io.encode_jpeg(photo_like(rng, JPEG_SIZE), quality=90).numpy()
+                example = tf.train.Example(features=tf.train.Features(feature={
+                    "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[jpeg])),
+                    "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[(shard + i) % CLASSES])),
+                }))
+                writer.write(example.SerializeToString())
+
+
+def _files():
+    folder = data_dir("real-models_vision_classification-v1", _write)
+    return sorted(tf.io.gfile.glob(os.path.join(folder, "train-*")))
+
+
+# -- official/vision/dataloaders/classification_input.py: Decoder.decode -------------------------
+KEYS_TO_FEATURES = {
+    "image/encoded": tf.io.FixedLenFeature((), tf.string, default_value=""),
+    "image/class/label": tf.io.FixedLenFeature((), tf.int64, default_value=-1),
+}
+
+
+def decode(serialized_example):
+    return tf.io.parse_single_example(serialized_example, KEYS_TO_FEATURES)
+
+
+# -- official/vision/ops/preprocess_ops.py ------------------------------------------------------
+def center_crop_image(image):
+    image_size = tf.cast(tf.shape(image)[:2], dtype=tf.float32)
+    crop_size = CENTER_CROP_FRACTION * tf.math.minimum(image_size[0], image_size[1])
+    crop_offset = tf.cast((image_size - crop_size) / 2.0, dtype=tf.int32)
+    crop_size = tf.cast(crop_size, dtype=tf.int32)
+    return image[crop_offset[0]:crop_offset[0] + crop_size, crop_offset[1]:crop_offset[1] + crop_size, :]
+
+
+def center_crop_image_v2(image_bytes, image_shape):
+    image_shape = tf.cast(image_shape, tf.float32)
+    crop_size = CENTER_CROP_FRACTION * tf.math.minimum(image_shape[0], image_shape[1])
+    crop_offset = tf.cast((image_shape - crop_size) / 2.0, dtype=tf.int32)
+    crop_size = tf.cast(crop_size, dtype=tf.int32)
+    crop_window = tf.stack([crop_offset[0], crop_offset[1], crop_size, crop_size])
+    return tf.image.decode_and_crop_jpeg(image_bytes, crop_window, channels=3)
+
+
+def random_crop_image(image, aspect_ratio_range=(3. / 4., 4. / 3.), area_range=(0.08, 1.0), max_attempts=10, seed=1):
+    crop_offset, crop_size, _ = tf.image.sample_distorted_bounding_box(
+        tf.shape(image),
+        tf.constant([0.0, 0.0, 1.0, 1.0], dtype=tf.float32, shape=[1, 1, 4]),
+        seed=seed,
+        min_object_covered=area_range[0],
+        aspect_ratio_range=aspect_ratio_range,
+        area_range=area_range,
+        max_attempts=max_attempts)
+    return tf.slice(image, crop_offset, crop_size)
+
+
+def random_crop_image_v2(image_bytes, image_shape, aspect_ratio_range=(3. / 4., 4. / 3.), area_range=(0.08, 1.0),
+                         max_attempts=10, seed=1):
+    crop_offset, crop_size, _ = tf.image.sample_distorted_bounding_box(
+        image_shape,
+        tf.constant([0.0, 0.0, 1.0, 1.0], dtype=tf.float32, shape=[1, 1, 4]),
+        seed=seed,
+        min_object_covered=area_range[0],
+        aspect_ratio_range=aspect_ratio_range,
+        area_range=area_range,
+        max_attempts=max_attempts)
+    offset_y, offset_x, _ = tf.unstack(crop_offset)
+    crop_height, crop_width, _ = tf.unstack(crop_size)
+    crop_window = tf.stack([offset_y, offset_x, crop_height, crop_width])
+    return tf.image.decode_and_crop_jpeg(image_bytes, crop_window, channels=3)
+
+
+def normalize_image(image, offset=MEAN_RGB, scale=STDDEV_RGB):
+    image = tf.image.convert_image_dtype(image, dtype=tf.float32)
+    image -= tf.constant(offset, shape=[1, 1, 3], dtype=image.dtype)
+    image /= tf.constant(scale, shape=[1, 1, 3], dtype=image.dtype)
+    return image
+
+
+# -- classification_input.py: Parser._parse_train_image / _parse_train_data ---------------------
+def _parse_train_image(decoded_tensors, decode_jpeg_only):
+    image_bytes = decoded_tensors["image/encoded"]
+    if decode_jpeg_only:
+        image_shape = tf.image.extract_jpeg_shape(image_bytes)
+        cropped_image = random_crop_image_v2(image_bytes, image_shape)
+        image = tf.cond(
+            tf.reduce_all(tf.equal(tf.shape(cropped_image), image_shape)),
+            lambda: center_crop_image_v2(image_bytes, image_shape),
+            lambda: cropped_image)
+    else:
+        image = tf.io.decode_image(image_bytes, channels=3)
+        image.set_shape([None, None, 3])
+        cropped_image = random_crop_image(image)
+        image = tf.cond(
+            tf.reduce_all(tf.equal(tf.shape(cropped_image), tf.shape(image))),
+            lambda: center_crop_image(image),
+            lambda: cropped_image)
+    image = tf.image.random_flip_left_right(image)
+    image = tf.image.resize(image, OUTPUT_SIZE, method="bilinear")
+    image.set_shape([OUTPUT_SIZE[0], OUTPUT_SIZE[1], 3])
+    image = normalize_image(image, offset=MEAN_RGB, scale=STDDEV_RGB)
+    return tf.image.convert_image_dtype(image, tf.float32)
+
+
+def parse_train_data(decoded_tensors):
+    """The user's Parser: `decode_jpeg_only=False`."""
+    image = _parse_train_image(decoded_tensors, decode_jpeg_only=False)
+    label = tf.cast(decoded_tensors["image/class/label"], dtype=tf.int32)
+    return image, label
+
+
+def parse_train_data_crop_decode(decoded_tensors):
+    """The source's default Parser: `decode_jpeg_only=True`."""
+    image = _parse_train_image(decoded_tensors, decode_jpeg_only=True)
+    label = tf.cast(decoded_tensors["image/class/label"], dtype=tf.int32)
+    return image, label
+
+
+# -- official/core/input_reader.py: InputReader.read (is_training=True, no cache, one host) -----
+def _read(parser_fn, batch_size):
+    files = _files()
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    dataset = dataset.shuffle(len(files), seed=SEED, reshuffle_each_iteration=True)
+    dataset = dataset.repeat()
+    dataset = dataset.interleave(map_func=tf.data.TFRecordDataset, cycle_length=None, block_length=None,
+                                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=None)
+    dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=SEED)
+    dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.map(parser_fn, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def make_dataset(batch_size=32):
+    return _read(parse_train_data, batch_size)
+
+
+def expert_dataset(batch_size=32):
+    return _read(parse_train_data_crop_decode, batch_size)
+
+
+def make_model():
+    """A ResNet-style stem and two residual stages (the source trains ResNet-50), shrunk for 2 cores."""
+    inputs = keras.Input((OUTPUT_SIZE[0], OUTPUT_SIZE[1], 3))
+    x = keras.layers.Conv2D(16, 7, strides=4, padding="same", activation="relu")(inputs)
+    for filters in (16, 32):
+        shortcut = keras.layers.Conv2D(filters, 1, strides=2, padding="same")(x)
+        y = keras.layers.Conv2D(filters, 3, strides=2, padding="same", activation="relu")(x)
+        y = keras.layers.Conv2D(filters, 3, padding="same")(y)
+        x = keras.layers.Activation("relu")(keras.layers.Add()([y, shortcut]))
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    outputs = keras.layers.Dense(CLASSES)(x)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model

@@ -30,7 +30,11 @@ MEASURED (plain TensorFlow/Keras, 2026-12-01, the shared 2-core machine: a throw
 WITHOUT the CPU lock (its queue held five other jobs), so other sessions' work ran beside it: the
 margins below are far wider than the spread between repeats.)
 batch 16: free step 4.8 / 6.8 steps/s; fed 1.6 / 5.6; pipeline alone 125 / 57 batches/s (8.5-26x the free
-step).
+step). The low first fed figure is a one-time cost, not the input: 216 training clips make 13
+batches of 16 and a last one of 8 each epoch (the source batches without `drop_remainder`), and
+Keras traces its train function again, once, for that shape. Alternating 4-s runs in one process
+after it: free 7.9 / 3.8 / 2.7 / 4.2 steps/s, fed 0.9 (the retrace) / 4.6 / 4.0 / 4.7, alone
+87 / 41 / 49 / 74 batches/s.
 """
 
 import os

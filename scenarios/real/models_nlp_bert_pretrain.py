@@ -2,7 +2,8 @@
 
 Source: github.com/tensorflow/models, `official/nlp/data/pretrain_dataloader.py`
 (`BertPretrainDataLoader._name_to_features`, `_decode`: parse a serialized tf.Example of int64
-features and cast every int64 to int32 "because the TPU only supports tf.int32"; `_parse`: rename
+features and cast every int64 to int32 ("tf.Example only supports tf.int64, but the TPU only
+supports tf.int32"); `_parse`: rename
 to the model's inputs) read by `official/core/input_reader.py` (`InputReader.read`:
 `_shard_files_then_read` = file list shuffled and repeated, `interleave(TFRecordDataset,
 num_parallel_calls=AUTOTUNE)`; `shuffle`, decoder map and parser map with
@@ -17,8 +18,7 @@ feature names (`input_ids`, `input_mask`, `segment_ids` [seq_length], `masked_lm
 random token ids from a fixed seed; seq_length 128 and max_predictions_per_seq 20 (the config's
 defaults are 512 and 76, the BERT-base phase-1 recipe uses 128 and 20); a 2-layer, 128-wide
 encoder with a 4,096-token vocabulary (BERT-base: 12 layers, 768 wide, 30,522 tokens) and batch 16
-(the config: 512), written
-with Keras layers instead of `official.nlp.modeling`; the loss is the model's `compute_loss`.
+(the config: 512), written with Keras layers instead of `official.nlp.modeling`; the loss is the model's `compute_loss`.
 Shuffle buffer 1000.
 
 Expected answer and why (from plain-TensorFlow measurements: see MEASURED below):
@@ -187,7 +187,7 @@ class BertPretrainer(keras.Model):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         lm_loss = keras.losses.sparse_categorical_crossentropy(x["masked_lm_ids"], y_pred["mlm_logits"], from_logits=True)
         weights = x["masked_lm_weights"]
-        lm_loss = tf.reduce_sum(lm_loss * weights) / (tf.reduce_sum(weights) + 1e-5)
+        lm_loss = tf.math.divide_no_nan(tf.reduce_sum(lm_loss * weights), tf.reduce_sum(weights))
         nsp_loss = keras.losses.sparse_categorical_crossentropy(x["next_sentence_labels"], y_pred["next_sentence"],
                                                                 from_logits=True)
         return lm_loss + tf.reduce_mean(nsp_loss)

@@ -1,6 +1,7 @@
 """The scenarios with known answers: their files are complete, the benchmark judges answers as
 documented, and a fast subset runs through `pipediag diagnose` as a regression guard."""
 
+import glob
 import importlib.util
 import json
 import os
@@ -21,6 +22,9 @@ def _accuracy():
 
 accuracy = _accuracy()
 SCENARIOS = accuracy.scenario_paths()
+# The real-world corpus (scenarios/real/): pipelines adapted from public code, same file format.
+REAL = sorted(p for p in glob.glob(os.path.join(ROOT, "scenarios", "real", "*.py"))
+              if not os.path.basename(p).startswith("_") and accuracy._has_expected(p))
 
 
 def _found(bottleneck="input", stage=None, reported=False, fixes=()):
@@ -128,8 +132,8 @@ def test_there_are_enough_scenarios():
     assert len(SCENARIOS) >= 12
 
 
-@pytest.mark.parametrize("path", SCENARIOS + accuracy.scenario_paths(gpu=True),
-                         ids=lambda p: ("gpu/" if os.sep + "gpu" + os.sep in p else "") + os.path.basename(p)[:-3])
+@pytest.mark.parametrize("path", SCENARIOS + accuracy.scenario_paths(gpu=True) + REAL,
+                         ids=lambda p: os.path.relpath(p, os.path.join(ROOT, "scenarios"))[:-3])
 def test_scenario_file_is_complete(path):
     from pipediag.fixes.catalog import FIX_KINDS
     from pipediag.verdict.rules import BOTTLENECKS

@@ -21,6 +21,7 @@ def _accuracy():
 
 accuracy = _accuracy()
 SCENARIOS = accuracy.scenario_paths()
+REAL = accuracy.scenario_paths(which="real")
 
 
 def _found(bottleneck="input", stage=None, reported=False, fixes=()):
@@ -126,10 +127,31 @@ def test_the_tuned_pipeline_is_rebuilt_from_the_changes_the_diagnosis_applied():
 
 def test_there_are_enough_scenarios():
     assert len(SCENARIOS) >= 12
+    assert len(REAL) >= 7
 
 
-@pytest.mark.parametrize("path", SCENARIOS + accuracy.scenario_paths(gpu=True),
-                         ids=lambda p: ("gpu/" if os.sep + "gpu" + os.sep in p else "") + os.path.basename(p)[:-3])
+def test_scenario_sets_and_names():
+    assert all(os.path.dirname(p) == os.path.join(ROOT, "scenarios") for p in SCENARIOS)
+    assert REAL and all(os.path.dirname(p) == os.path.join(ROOT, "scenarios", "real") for p in REAL)
+    assert accuracy.scenario_paths(which="all") == SCENARIOS + REAL  # the default set stays scenarios/ alone
+    assert accuracy.scenario_name(SCENARIOS[0]) == os.path.basename(SCENARIOS[0])[:-3]
+    real_name = accuracy.scenario_name(REAL[0])
+    assert real_name == "real/" + os.path.basename(REAL[0])[:-3]
+    # --only takes the set's name or, for a real/ case, its file name
+    assert accuracy.scenario_paths(which="all", only=[real_name]) == [REAL[0]]
+    assert accuracy.scenario_paths(which="real", only=[real_name[len("real/"):]]) == [REAL[0]]
+    with pytest.raises(SystemExit, match="no such scenario: nope"):
+        accuracy.scenario_paths(which="real", only=["nope"])
+    with pytest.raises(SystemExit, match="no such scenario set"):
+        accuracy.scenario_paths(which="everything")
+
+
+def _scenario_id(path):
+    folder = os.path.basename(os.path.dirname(path))
+    return (f"{folder}/" if folder in ("gpu", "real") else "") + os.path.basename(path)[:-3]
+
+
+@pytest.mark.parametrize("path", SCENARIOS + REAL + accuracy.scenario_paths(gpu=True), ids=_scenario_id)
 def test_scenario_file_is_complete(path):
     from pipediag.fixes.catalog import FIX_KINDS
     from pipediag.verdict.rules import BOTTLENECKS

@@ -13,7 +13,10 @@ this order and in one process:
   pulled from the same iterator, e.g. one epoch that fills its cache);
 - prefixes: each prefix of make_dataset (the dataset objects that TensorFlow chains through
   `_input_dataset`), iterated alone: elements/s and the cost per final batch, so that the stage
-  that costs most shows as the largest step up between consecutive prefixes.
+  that costs most shows as the largest step up between consecutive prefixes. A prefix before the
+  batch is pulled element by element from Python (~0.1 ms per element by itself), so there a
+  cheap per-element stage reads far higher than it costs; compare prefixes after the batch, or
+  the forms' rates, for those.
 
 A Keras model steps through `train_on_batch` (the compiled train function `fit` uses); a step
 function gets NumPy batches when the scenario sets BATCH_FORMAT = "numpy", and its result is
@@ -160,17 +163,17 @@ def measure(path: str, seconds: float, prefix_seconds: float, batch_size: int | 
     pull = _endless(_build(module.expert_dataset, batch_size))
     out["expert_fed_steps_per_sec"] = _rate(lambda: stepper.run(stepper.convert(pull())), seconds, warmup=warm)
 
-    rows = []
-    per_batch = None  # elements of this prefix per final batch; known once a batch stage is seen from the end
+    # Elements of each prefix per final batch: from the end, they multiply at each batch stage.
     chain = _prefixes(_build(module.make_dataset, batch_size))
     factors = []
     factor = 1
-    for ds_i in reversed(chain):  # from the end: elements per final batch multiply at each batch stage
+    for ds_i in reversed(chain):
         factors.append(factor)
         size = getattr(ds_i, "_batch_size", None)
         if size is not None and "Batch" in type(ds_i).__name__:
             factor *= int(size)
     factors.reverse()
+    rows = []
     for ds_i, per_batch in zip(chain, factors):
         rate = _rate(_endless(_repeated(ds_i)), prefix_seconds, warmup=3)
         rows.append({"stage": _label(ds_i), "elements_per_sec": rate, "ms_per_final_batch": 1000.0 * per_batch / rate})

@@ -1,8 +1,13 @@
 """The accuracy benchmark: every scenario with a known answer, through `pipediag diagnose`.
 
     python benchmarks/accuracy.py                 # all CPU scenarios (scenarios/*.py)
+    python benchmarks/accuracy.py --set real      # the real-world corpus (scenarios/real/*.py)
+    python benchmarks/accuracy.py --set all       # both, scenarios/ first
     python benchmarks/accuracy.py --only jpeg_tfrecord_serial,compute_bound
+    python benchmarks/accuracy.py --set real --only tf_load_images   # or --only real/tf_load_images
     python benchmarks/accuracy.py --gpu           # scenarios/gpu/*.py (on a GPU machine)
+
+A scenario of scenarios/real/ is named `real/<file>` in the table and the results.
 
 For each scenario, `python -m pipediag diagnose ... --json` runs as a user would run it. Then, when
 the diagnosis ran its tuned mode, a second process rebuilds that tuned pipeline (the changes the
@@ -50,15 +55,39 @@ LOCK = "/tmp/pipediag-cpu.lock"
 
 
 # -- scenarios ------------------------------------------------------------------------------
-def scenario_paths(gpu: bool = False, only: list[str] | None = None) -> list[str]:
-    folder = os.path.join(SCENARIOS, "gpu") if gpu else SCENARIOS
-    paths = sorted(p for p in glob.glob(os.path.join(folder, "*.py"))
-                   if not os.path.basename(p).startswith("_") and _has_expected(p))
+# The CPU sets: scenarios/ (planted cases written here) and scenarios/real/ (pipelines adapted from
+# public code: the TF tutorials, tensorflow/models, keras-io, tfds, flax).
+SETS = {"cpu": ("",), "real": ("real",), "all": ("", "real")}
+
+
+def _in_folder(folder: str) -> list[str]:
+    return sorted(p for p in glob.glob(os.path.join(folder, "*.py"))
+                  if not os.path.basename(p).startswith("_") and _has_expected(p))
+
+
+def scenario_name(path: str) -> str:
+    """`jpeg_tfrecord_serial`, or `real/tf_load_images` for a scenario of scenarios/real/."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return f"{folder}/{stem}" if folder == "real" else stem
+
+
+def scenario_paths(gpu: bool = False, only: list[str] | None = None, which: str = "cpu") -> list[str]:
+    """The scenario files of a set (`cpu`: scenarios/, `real`: scenarios/real/, `all`: both), or
+    of scenarios/gpu/. `only` picks some by name: `tf_load_images` or `real/tf_load_images`."""
+    if gpu:
+        paths = _in_folder(os.path.join(SCENARIOS, "gpu"))
+    else:
+        if which not in SETS:
+            raise SystemExit(f"no such scenario set: {which} (have: {', '.join(SETS)})")
+        paths = [p for sub in SETS[which] for p in _in_folder(os.path.join(SCENARIOS, sub))]
     if only:
-        names = {os.path.splitext(os.path.basename(p))[0]: p for p in paths}
+        names = {scenario_name(p): p for p in paths}
+        for p in paths:  # a real/ scenario answers to its file name too, where that is not ambiguous
+            names.setdefault(os.path.splitext(os.path.basename(p))[0], p)
         missing = [n for n in only if n not in names]
         if missing:
-            raise SystemExit(f"no such scenario: {', '.join(missing)} (have: {', '.join(names)})")
+            raise SystemExit(f"no such scenario: {', '.join(missing)} (have: {', '.join(map(scenario_name, paths))})")
         paths = [names[n] for n in only]
     return paths
 
@@ -77,7 +106,7 @@ def load_scenario(path: str) -> Any:
     for where in (SCENARIOS, folder):
         if where not in sys.path:
             sys.path.insert(0, where)
-    name = "scenario_" + os.path.splitext(os.path.basename(path))[0]
+    name = "scenario_" + scenario_name(path).replace("/", "_")
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
@@ -310,7 +339,7 @@ def run_scenario(path: str, max_seconds: float, compare_seconds: float, lock: bo
                  keep_dir: str | None) -> dict[str, Any]:
     """One scenario: the diagnosis, then (for a diagnosis that ran its tuned mode) the tuned
     pipeline compared with the expert's and with AUTOTUNE-only. `lock`: take the CPU lock around it."""
-    name = os.path.splitext(os.path.basename(path))[0]
+    name = scenario_name(path)
     row: dict[str, Any] = {"scenario": name, "path": os.path.relpath(path, ROOT)}
     with tempfile.TemporaryDirectory(prefix="pipediag-accuracy-") as tmp, cpu_lock(lock):
         described = subprocess.run([sys.executable, os.path.abspath(__file__), "--describe", path],
@@ -320,7 +349,7 @@ def run_scenario(path: str, max_seconds: float, compare_seconds: float, lock: bo
             return row
         info = json.loads(described.stdout.strip().splitlines()[-1])
         row["expected"] = info["expected"]
-        json_path = os.path.join(keep_dir or tmp, f"{name}.json")
+        json_path = os.path.join(keep_dir or tmp, f"{name.replace('/', '-')}.json")
         cmd = diagnose_command(row["path"], info, max_seconds, json_path)
         prefix = [f"{k}={v}" for k, v in sorted(info.get("env", {}).items())]
         row["command"] = " ".join(prefix + ["python"] + cmd[1:-2])  # without the temporary --json path
@@ -612,7 +641,10 @@ def render(rows: list[dict[str, Any]], t: dict[str, Any]) -> None:
 # -- main -----------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gpu", action="store_true", help="run scenarios/gpu/*.py instead of the CPU set")
+    parser.add_argument("--gpu", action="store_true", help="run scenarios/gpu/*.py instead of a CPU set")
+    parser.add_argument("--set", dest="which", choices=sorted(SETS), default="cpu",
+                        help="CPU scenarios to run: cpu = scenarios/*.py (default), real = scenarios/real/*.py, "
+                             "all = both")
     parser.add_argument("--only", help="comma-separated scenario names")
     parser.add_argument("--max-seconds", type=float, default=10.0, help="per-mode cap, as diagnose's (default 10)")
     parser.add_argument("--no-lock", action="store_true", help=f"do not take {LOCK} (default: held for the whole run)")
@@ -635,9 +667,10 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(measure_ratios(args.ratios, args.diagnosis, args.max_seconds, args.compare_seconds), f)
         return 0
 
-    paths = scenario_paths(args.gpu, args.only.split(",") if args.only else None)
+    paths = scenario_paths(args.gpu, args.only.split(",") if args.only else None, args.which)
     if not paths:
-        print(f"no scenarios in {os.path.join(SCENARIOS, 'gpu') if args.gpu else SCENARIOS}")
+        where = ["gpu"] if args.gpu else SETS[args.which]
+        print(f"no scenarios in {', '.join(os.path.join(SCENARIOS, w) for w in where)}")
         return 1
     if args.keep_json:
         os.makedirs(args.keep_json, exist_ok=True)
@@ -646,8 +679,7 @@ def main(argv: list[str] | None = None) -> int:
     with cpu_lock(lock and not args.lock_each):
         started = time.monotonic()
         for path in paths:
-            name = os.path.splitext(os.path.basename(path))[0]
-            print(f"… {name}", file=sys.stderr, flush=True)
+            print(f"… {scenario_name(path)}", file=sys.stderr, flush=True)
             rows.append(run_scenario(path, args.max_seconds, args.compare_seconds, lock=lock and args.lock_each,
                                      keep_dir=args.keep_json))
         total_s = time.monotonic() - started
@@ -655,7 +687,7 @@ def main(argv: list[str] | None = None) -> int:
     render(rows, t)
     now = dt.datetime.now(dt.timezone.utc)
     meta = {
-        "kind": "gpu" if args.gpu else "cpu",
+        "kind": "gpu" if args.gpu else {"cpu": "cpu", "real": "cpu-real", "all": "cpu-all"}[args.which],
         "date": now.isoformat(timespec="seconds"),
         "machine": machine(),
         "command": "python benchmarks/accuracy.py" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip(),

@@ -1,7 +1,6 @@
 """The scenarios with known answers: their files are complete, the benchmark judges answers as
 documented, and a fast subset runs through `pipediag diagnose` as a regression guard."""
 
-import glob
 import importlib.util
 import json
 import os
@@ -22,9 +21,7 @@ def _accuracy():
 
 accuracy = _accuracy()
 SCENARIOS = accuracy.scenario_paths()
-# The real-world corpus (scenarios/real/): pipelines adapted from public code, same file format.
-REAL = sorted(p for p in glob.glob(os.path.join(ROOT, "scenarios", "real", "*.py"))
-              if not os.path.basename(p).startswith("_") and accuracy._has_expected(p))
+REAL = accuracy.scenario_paths(which="real")
 
 
 def _found(bottleneck="input", stage=None, reported=False, fixes=()):
@@ -130,10 +127,31 @@ def test_the_tuned_pipeline_is_rebuilt_from_the_changes_the_diagnosis_applied():
 
 def test_there_are_enough_scenarios():
     assert len(SCENARIOS) >= 12
+    assert len(REAL) >= 14
 
 
-@pytest.mark.parametrize("path", SCENARIOS + accuracy.scenario_paths(gpu=True) + REAL,
-                         ids=lambda p: os.path.relpath(p, os.path.join(ROOT, "scenarios"))[:-3])
+def test_scenario_sets_and_names():
+    assert all(os.path.dirname(p) == os.path.join(ROOT, "scenarios") for p in SCENARIOS)
+    assert REAL and all(os.path.dirname(p) == os.path.join(ROOT, "scenarios", "real") for p in REAL)
+    assert accuracy.scenario_paths(which="all") == SCENARIOS + REAL  # the default set stays scenarios/ alone
+    assert accuracy.scenario_name(SCENARIOS[0]) == os.path.basename(SCENARIOS[0])[:-3]
+    real_name = accuracy.scenario_name(REAL[0])
+    assert real_name == "real/" + os.path.basename(REAL[0])[:-3]
+    # --only takes the set's name or, for a real/ case, its file name
+    assert accuracy.scenario_paths(which="all", only=[real_name]) == [REAL[0]]
+    assert accuracy.scenario_paths(which="real", only=[real_name[len("real/"):]]) == [REAL[0]]
+    with pytest.raises(SystemExit, match="no such scenario: nope"):
+        accuracy.scenario_paths(which="real", only=["nope"])
+    with pytest.raises(SystemExit, match="no such scenario set"):
+        accuracy.scenario_paths(which="everything")
+
+
+def _scenario_id(path):
+    folder = os.path.basename(os.path.dirname(path))
+    return (f"{folder}/" if folder in ("gpu", "real") else "") + os.path.basename(path)[:-3]
+
+
+@pytest.mark.parametrize("path", SCENARIOS + REAL + accuracy.scenario_paths(gpu=True), ids=_scenario_id)
 def test_scenario_file_is_complete(path):
     from pipediag.fixes.catalog import FIX_KINDS
     from pipediag.verdict.rules import BOTTLENECKS
@@ -159,7 +177,8 @@ def test_scenario_file_is_complete(path):
 # Cases whose answer holds with 2-second modes on a shared 2-core machine. compute_bound is left to
 # the benchmark: its verdict rests on a 1.15x gap between modes measured at different times, which
 # other work on the machine can open (docs/verdict.md, contention rule).
-GUARD = ["jpeg_tfrecord_serial", "remote_fetch_map", "oom_batch_size"]
+# real/tf_guide_vectorize: the tf.data guide's scalar map, input alone 0.08x the free step (plain TF).
+GUARD = ["jpeg_tfrecord_serial", "remote_fetch_map", "oom_batch_size", "real/tf_guide_vectorize"]
 
 
 @pytest.mark.slow

@@ -547,14 +547,18 @@ def _busy_gpu(gpm: Gpm | None, gpu_util: float, confidence: str, evidence: list[
     if math is not None and math >= T.MATH_ACTIVE_LOW_PCT:
         facts = {**facts, "gpu_limit": GPU_LIMIT_MATH}
     elif gpm.sm_active_pct < T.SM_ACTIVE_INEFFECTIVE_PCT:
-        # Between the rules: busy enough for NVML, not small enough for the small-kernel rule,
-        # yet the chip mostly idle. Say so, and do not claim high confidence.
+        # Between the rules: busy enough for NVML, not small enough for the small-kernel rule, yet
+        # the chip mostly idle with no pipe or DRAM busy. Nothing on the chip is the limit: the time
+        # goes to gaps between small kernels, as under NVML's 50% line, where the same step is host
+        # (rule 5). Calling it compute here made the verdict jump at that line from run to run (the
+        # H200's small_kernels: busy 45% -> host, 53% -> compute). One level less sure.
         evidence.append(
             f"yet the SMs worked only {gpm.sm_active_pct:.0f}% of the time (under the {T.SM_ACTIVE_INEFFECTIVE_PCT:.0f}% "
-            f"DCGM calls ineffective use) with no arithmetic pipe or DRAM busy: the step leaves most of the chip "
-            "idle (small kernels, gaps between them), a host-side limit as much as a compute one; confidence lowered"
+            f"DCGM calls ineffective use) with no arithmetic pipe or DRAM busy: no part of the chip is the limit; "
+            "the step's time goes to small kernels and the gaps between them (launch and dispatch overhead), "
+            "as when the GPU is idle; confidence lowered"
         )
-        return Verdict("compute", _lower(confidence),
-                       "compute-bound, but the GPU is under-used: the step is the limit while most SMs sit idle",
-                       tuple(evidence), facts={**facts, "gpu_underused": True})
+        return Verdict("host", _lower(confidence),
+                       "host-bound: the GPU is under-used — busy by NVML, but most SMs idle and no pipe or DRAM busy",
+                       tuple(evidence), facts={**facts, "gpu_underused": True, "gpu_limit": GPU_LIMIT_SMALL_KERNELS})
     return Verdict("compute", confidence, "compute-bound: the step itself is the limit", tuple(evidence), facts=facts)

@@ -128,8 +128,9 @@ def _tfds_decoders_code(stage: str | None, fn: str, details: dict) -> str:
         "# or tfds.load(..., decoders=...)\n"
         f"# {where}, x['{feature}'] is now the JPEG's bytes: decode only the [{h}, {w}] crop window\n"
         f"shape = tf.image.extract_jpeg_shape(x['{feature}'])  # reads the header only\n"
-        f"offset = tf.random.uniform([2], 0, shape[:2] - [{h}, {w}] + 1, dtype=tf.int32)\n"
-        f"image = tf.image.decode_and_crop_jpeg(x['{feature}'], tf.concat([offset, [{h}, {w}]], 0), channels=3)\n"
+        f"top = tf.random.uniform([], 0, shape[0] - {h} + 1, dtype=tf.int32)  # a random offset, as random_crop draws it\n"
+        f"left = tf.random.uniform([], 0, shape[1] - {w} + 1, dtype=tf.int32)\n"
+        f"image = tf.image.decode_and_crop_jpeg(x['{feature}'], tf.stack([top, left, {h}, {w}]), channels=3)\n"
         "# or keep the crop inside tfds: decoders={...: my_crop_decoder()} with @tfds.decode.make_decoder()"
     )
 
@@ -172,16 +173,18 @@ def code(kind: str, stage: str | None, **details) -> str:
             f"# in {decoder} ({details['decode_stage']}): return the JPEG bytes instead of decode_jpeg(jpeg, channels=3)\n"
             f"# in {fn}: instead of cropping the decoded image to [{h}, {w}, 3], decode only that window\n"
             "shape = tf.image.extract_jpeg_shape(jpeg)  # reads the header only\n"
-            f"offset = tf.random.uniform([2], 0, shape[:2] - [{h}, {w}] + 1, dtype=tf.int32)\n"
-            f"image = tf.image.decode_and_crop_jpeg(jpeg, tf.concat([offset, [{h}, {w}]], 0), channels=3)"
+            f"top = tf.random.uniform([], 0, shape[0] - {h} + 1, dtype=tf.int32)  # a random offset, as random_crop draws it\n"
+            f"left = tf.random.uniform([], 0, shape[1] - {w} + 1, dtype=tf.int32)\n"
+            f"image = tf.image.decode_and_crop_jpeg(jpeg, tf.stack([top, left, {h}, {w}]), channels=3)"
         )
     if kind == "decode_crop":
         h, w = details.get("crop_size") or ("CROP_H", "CROP_W")
         return (
             f"# in {fn}: instead of decode_jpeg(jpeg, channels=3) followed by random_crop(image, [{h}, {w}, 3])\n"
             "shape = tf.image.extract_jpeg_shape(jpeg)  # reads the header only\n"
-            f"offset = tf.random.uniform([2], 0, shape[:2] - [{h}, {w}] + 1, dtype=tf.int32)\n"
-            f"image = tf.image.decode_and_crop_jpeg(jpeg, tf.concat([offset, [{h}, {w}]], 0), channels=3)"
+            f"top = tf.random.uniform([], 0, shape[0] - {h} + 1, dtype=tf.int32)  # a random offset, as random_crop draws it\n"
+            f"left = tf.random.uniform([], 0, shape[1] - {w} + 1, dtype=tf.int32)\n"
+            f"image = tf.image.decode_and_crop_jpeg(jpeg, tf.stack([top, left, {h}, {w}]), channels=3)"
         )
     if kind == "tf_data_service":
         command = details.get("command") or "pipediag scale data.py:make_dataset --workers 1,2,4 --accelerators 1,8"

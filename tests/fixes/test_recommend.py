@@ -298,7 +298,7 @@ def test_a_measured_tfds_decode_crop_fix_is_tfds_decoders_code_with_the_users_st
     assert fix.kind == "decode_crop" and fix.stage == "map(augment)" and fix.title.startswith("`map(augment)`")
     assert "decoders={'image': tfds.decode.SkipDecoding()}" in fix.code
     assert "in augment (map(augment))" in fix.code and "[64, 64]" in fix.code
-    assert "tf.image.decode_and_crop_jpeg(x['image']" in fix.code and "tfds.decode.make_decoder()" in fix.code
+    assert "tf.image.decode_and_crop_jpeg(x['image'], tf.stack([top, left, 64, 64])" in fix.code and "tfds.decode.make_decoder()" in fix.code
     assert fix.basis.startswith("measured: the tuned pipeline ran 2.00x")
 
 
@@ -317,4 +317,4 @@ def test_a_tfds_decode_pipediag_could_not_move_is_still_offered_as_code_not_meas
 def test_a_decode_in_an_earlier_map_of_the_users_says_which_function_returns_the_bytes():
     code = catalog.code("decode_crop", "map(crop)", crop_size=[64, 64], decode_stage="map(decode)", tfds=False)
     assert code.startswith("# in decode (map(decode)): return the JPEG bytes") and "in crop:" in code
-    assert "decode_and_crop_jpeg(jpeg, tf.concat([offset, [64, 64]], 0)" in code
+    assert "decode_and_crop_jpeg(jpeg, tf.stack([top, left, 64, 64]), channels=3)" in code

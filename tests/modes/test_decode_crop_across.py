@@ -205,3 +205,22 @@ def test_tfds_autocache_of_decoded_images_is_left_with_its_reason(builder):
     ds = from_tfds(builder, autocache=True).map(tfds_crop).batch(4)
     change = next(c for c in tune(ds, FACTS, input_batches_per_sec=10).changes if c.kind == "decode_crop")
     assert not change.applied and "keeps the decoded images" in change.reason
+
+
+@pytest.mark.parametrize("details", [{"tfds": True, "feature": "image", "decode_stage": "parallel_map(parse_and_decode)"},
+                                     {"decode_stage": "map(decode)"}, {}])
+def test_the_fix_code_runs_and_crops_to_the_size_it_names(builder, details):
+    """The snippet a user pastes: the tfds one on tfds' own dataset, the others on JPEG bytes."""
+    from pipediag.fixes import catalog
+
+    code = catalog.code("decode_crop", "map(tfds_crop)", crop_size=[CROP, 40], **details)
+    lines = [line for line in code.splitlines() if not line.startswith("#")]
+    if details.get("tfds"):
+        ds = eval(lines[0].split("  #")[0].split("=", 1)[1], {"builder": builder, "tfds": tfds})
+    else:
+        ds = tf.data.Dataset.from_tensor_slices({"image": jpegs(4)})
+    body = "\n".join("    " + line for line in lines[1 if details.get("tfds") else 0:])
+    namespace = {"tf": tf}
+    exec(f"def crop(x):\n    jpeg = x['image']\n{body}\n    return image", namespace)
+    shapes = {tuple(image.shape) for image in ds.map(namespace["crop"]).take(4).as_numpy_iterator()}
+    assert shapes == {(CROP, 40, 3)}

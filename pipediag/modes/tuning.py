@@ -307,12 +307,15 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
             if not isinstance(site, (decode_crop.Site, decode_crop.AcrossSite)):
                 outcome(change.skipped(site or "its decode_jpeg was not found again"))
                 continue
+            before = graph.copy()
             try:
                 if across:
                     decode_crop.rewrite_across(graph, site)
+                    graph.to_dataset()  # it edits several stages: TensorFlow must accept the graph now
                 else:
                     decode_crop.rewrite(graph, change.node, site)
             except GraphError as error:
+                graph = before
                 # tfds' decode could not be moved here; the user can still skip it by hand (decoders=)
                 outcome(change.skipped(str(error), by_hand=bool(change.details.get("tfds"))))
             else:

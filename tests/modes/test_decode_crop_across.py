@@ -224,3 +224,22 @@ def test_the_fix_code_runs_and_crops_to_the_size_it_names(builder, details):
     exec(f"def crop(x):\n    jpeg = x['image']\n{body}\n    return image", namespace)
     shapes = {tuple(image.shape) for image in ds.map(namespace["crop"]).take(4).as_numpy_iterator()}
     assert shapes == {(CROP, 40, 3)}
+
+
+def test_a_tfds_rewrite_tensorflow_refuses_is_undone_and_left_for_the_user_to_write(builder, monkeypatch):
+    from pipediag.builder.graph import GraphError
+
+    original = decode_crop.rewrite_across
+
+    def refused(graph, site):
+        original(graph, site)  # a half-edited graph, then a refusal
+        raise GraphError("could not rebuild the pipeline from its graph: refused")
+
+    monkeypatch.setattr(decode_crop, "rewrite_across", refused)
+    ds = from_tfds(builder).map(tfds_crop).batch(4)
+    plan = plan_tuning(ds, FACTS, input_batches_per_sec=10)
+    change = next(c for c in plan.changes if c.kind == "decode_crop")
+    tuned = build(plan, [change.key])
+    outcome = next(c for c in tuned.changes if c.kind == "decode_crop")
+    assert not outcome.applied and outcome.details["by_hand"] and "refused" in outcome.reason
+    assert_same(batches(ds), batches(tuned.dataset))  # the original stages, decoded by tfds as before

@@ -229,7 +229,7 @@ def _decode_crop_changes(graph: PipelineGraph, stages: list[Stage]) -> list[Chan
         else:  # the stage decodes nothing itself: does it crop what an earlier stage decoded?
             across = decode_crop.find_across(graph, s.node)
             if isinstance(across, decode_crop.AcrossSite):
-                decoder = next(t.label for t in stages if t.node == across.decode_node)
+                decoder = next(t for t in stages if t.node == across.decode_node)
                 changes.append(rules.decode_crop_change(s, None, across.crop_size, decoder, across.tfds, across.feature))
             elif across is not None:
                 changes.append(rules.decode_crop_change(s, across))
@@ -265,6 +265,8 @@ def plan_tuning(
         estimate = _estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, stages, facts, clock_ns)
         cache = rules.cache_change(point, estimate, facts)
         changes.append(cache)
+    chain = [s.node for s in stages]
+    changes = [rules.decode_crop_under_cache(c, cache, chain) if c.kind == "decode_crop" else c for c in changes]
     functions = user_functions(dataset)
     for change in rules.vectorize_changes(stages, rules.cached_upto(stages, point, cache)):
         changes.append(_check_vectorize(graph, change, functions) if change.applied else change)

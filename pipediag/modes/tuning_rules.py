@@ -135,7 +135,7 @@ class CachePoint:
 
 
 def decode_crop_change(stage: Stage, not_found: str | None, crop_size: tuple[int, int] | None = None,
-                       decode_stage: str | None = None, tfds: bool = False, feature: str | None = None) -> Change:
+                       decode_stage: Stage | None = None, tfds: bool = False, feature: str | None = None) -> Change:
     """`not_found`: why the decode-then-crop cannot be rewritten (None: it can). `decode_stage`:
     the earlier stage that decodes the whole JPEG when `stage` only crops it (the decode moves
     into `stage`); `tfds`: that stage is tensorflow-datasets' own decode, of `feature`."""
@@ -143,11 +143,11 @@ def decode_crop_change(stage: Stage, not_found: str | None, crop_size: tuple[int
         description = f"{stage.label}: decode only the crop window (decode_and_crop_jpeg) instead of the whole JPEG"
     else:
         whose = "tensorflow-datasets' " if tfds else ""
-        description = (f"{stage.label} only crops the images {whose}{decode_stage} decodes whole: {decode_stage} "
+        description = (f"{stage.label} only crops the images {whose}{decode_stage.label} decodes whole: {decode_stage.label} "
                        f"passes the JPEG bytes on and {stage.label} decodes only the crop window (decode_and_crop_jpeg)")
     details = {"crop_size": list(crop_size) if crop_size else None}
     if decode_stage is not None:
-        details.update(decode_stage=decode_stage, tfds=tfds, feature=feature)
+        details.update(decode_stage=decode_stage.label, decode_node=decode_stage.node, tfds=tfds, feature=feature)
     change = Change(
         kind="decode_crop",
         stage=stage.label,
@@ -158,6 +158,20 @@ def decode_crop_change(stage: Stage, not_found: str | None, crop_size: tuple[int
     )
     if not_found is not None:
         return change.skipped(not_found)
+    return change
+
+
+def decode_crop_under_cache(change: Change, cache: Change | None, chain: list[str]) -> Change:
+    """A decode moved across stages (`change`) and a cache planned between the decode and the crop
+    exclude each other: the cache would then hold JPEG bytes, and the windowed decode would run
+    every epoch, where the cache of decoded images decodes each image once. The cache wins: no
+    decode at all beats a cheaper one each epoch. `chain`: the pipeline's node names, source first."""
+    decode_node = change.details.get("decode_node")
+    if not change.applied or cache is None or not cache.applied or decode_node not in chain:
+        return change
+    if cache.node in chain and chain.index(decode_node) <= chain.index(cache.node) < chain.index(change.node):
+        return change.skipped(f"the cache planned after {cache.stage} holds the decoded images: each is decoded once, "
+                              f"and decoding the window after it would decode every epoch")
     return change
 
 

@@ -11,7 +11,10 @@ from pipediag.modes import decode_crop  # noqa: E402
 from pipediag.modes.tuning import build, plan_tuning, tune  # noqa: E402
 from pipediag.modes.tuning_rules import TuningFacts  # noqa: E402
 
-FACTS = TuningFacts(cores=2, ram_budget_bytes=2**30, fill_budget_seconds=10, latency_bound=False)
+# A RAM budget no cache fits in, as for a dataset too large to cache (a cache of the decoded images
+# would exclude moving the decode: test_a_cache_of_the_decoded_images_wins)
+FACTS = TuningFacts(cores=2, ram_budget_bytes=1024, fill_budget_seconds=10, latency_bound=False)
+ROOMY = TuningFacts(cores=2, ram_budget_bytes=2**30, fill_budget_seconds=10, latency_bound=False)
 SIZE, CROP = 96, 48
 
 
@@ -243,3 +246,14 @@ def test_a_tfds_rewrite_tensorflow_refuses_is_undone_and_left_for_the_user_to_wr
     outcome = next(c for c in tuned.changes if c.kind == "decode_crop")
     assert not outcome.applied and outcome.details["by_hand"] and "refused" in outcome.reason
     assert_same(batches(ds), batches(tuned.dataset))  # the original stages, decoded by tfds as before
+
+
+def test_a_cache_of_the_decoded_images_wins_over_moving_the_decode(builder):
+    """Where the decoded images fit in RAM, the planned cache decodes each once: a windowed decode
+    after it would run every epoch, so the decode stays where it is (the cache is planned)."""
+    ds = from_tfds(builder).map(tfds_crop).batch(4)
+    plan = plan_tuning(ds, ROOMY, input_batches_per_sec=10)
+    change = next(c for c in plan.changes if c.kind == "decode_crop")
+    cache = next(c for c in plan.changes if c.kind == "cache")
+    assert cache.applied and not change.applied
+    assert change.reason.startswith("the cache planned after parallel_map(parse_and_decode) holds the decoded images")

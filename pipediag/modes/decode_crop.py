@@ -327,7 +327,8 @@ def _crop_readers(function, image: str):
     readers = [r for name in aliases for r in _readers(function, name) if r[0].name not in aliases]
     shapes = [n.name for n, _ in readers if n.op == "Shape" and n.attr["out_type"].type in (_INT32, _INT64)]
     slices = [n for n, i in readers if n.op == "Slice" and i == [0]]
-    others = [n.op for n, i in readers if n.name not in shapes and n not in slices]
+    strided = [n for n, i in readers if n.op == "StridedSlice" and i == [0] and _strided_spec(function, n) is not None]
+    others = [n.op for n, i in readers if n.name not in shapes and n not in slices and n not in strided]
     if others or any(_ref_node(ref) in aliases for ref in function.ret.values()):
         return f"it also uses the whole decoded image (in {', '.join(sorted(set(others))) or 'its result'}), not only the crop"
     crop_size = None
@@ -340,7 +341,20 @@ def _crop_readers(function, image: str):
         size = _const(function, _ref_node(node.input[2]))
         if size is not None and size.shape == (3,) and crop_size is None and min(size[:2]) > 0:
             crop_size = (int(size[0]), int(size[1]))
-    return shapes, [n.name for n in slices], crop_size
+    return shapes, [n.name for n in slices + strided], crop_size
+
+
+def _strided_spec(function, node) -> tuple[int, int, int] | None:
+    """`image[a:b, c:d]` (a StridedSlice): (number of dimensions indexed, begin_mask, end_mask)
+    when it is a plain window: int32 indices, constant strides of 1, no ellipsis, new or shrunk
+    axes. None otherwise (steps, `image[0]`, `...`: not a window)."""
+    attrs = node.attr
+    if attrs["Index"].type != _INT32 or attrs["ellipsis_mask"].i or attrs["new_axis_mask"].i or attrs["shrink_axis_mask"].i:
+        return None
+    strides = _const(function, _ref_node(node.input[3]))
+    if strides is None or strides.ndim != 1 or not 1 <= strides.size <= 3 or (strides != 1).any():
+        return None
+    return int(strides.size), int(attrs["begin_mask"].i), int(attrs["end_mask"].i)
 
 
 def _decoder_problem(decode) -> str | None:
@@ -392,7 +406,7 @@ def find_across(graph: PipelineGraph, crop_node: str) -> AcrossSite | str | None
         if arg.type != tf.uint8.as_datatype_enum:
             continue
         readers = _readers(crop_function, arg.name)
-        if any(n.op == "Slice" and reads == [0] for n, reads in readers):
+        if any(n.op in ("Slice", "StridedSlice") and reads == [0] for n, reads in readers):
             candidates.append(i)
     reasons = []
     for arg_index in candidates:
@@ -500,9 +514,10 @@ def _decoders(decode):
     return whole, window, channels
 
 
-def _helper_functions(decode, shape_dtypes: set) -> tuple[object, dict]:
+def _helper_functions(decode, shape_dtypes: set, strided_specs: set = frozenset()) -> dict:
     """Traced helpers for the crop stage: `crop(contents, begin, size)` gives the Slice's result,
-    `shape_<dtype>(contents)` the decoded image's shape; their FunctionDefs (with their branches)."""
+    `shape_<dtype>(contents)` the decoded image's shape, and one helper per kind of `image[a:b, c:d]`
+    (see _strided_helper); as concrete functions."""
     whole, window, channels = _decoders(decode)
     string, vector = tf.TensorSpec([], tf.string), tf.TensorSpec([3], tf.int32)
 
@@ -521,6 +536,8 @@ def _helper_functions(decode, shape_dtypes: set) -> tuple[object, dict]:
         return tf.cond(tf.io.is_jpeg(contents), windowed, lambda: tf.slice(whole(contents), begin, size))
 
     functions = {"crop": pipediag_decode_crop_window.get_concrete_function()}
+    for spec in strided_specs:
+        functions[spec] = _strided_helper(spec, whole, window)
     for dtype in shape_dtypes:
         @tf.function(input_signature=[string], autograph=False)
         def pipediag_decode_crop_shape(contents, dtype=dtype):
@@ -530,6 +547,52 @@ def _helper_functions(decode, shape_dtypes: set) -> tuple[object, dict]:
 
         functions[dtype] = pipediag_decode_crop_shape.get_concrete_function()
     return functions
+
+
+def _strided_helper(spec: tuple[int, int, int], whole, window):
+    """`strided(contents, begin, end)`: what `image[...]` (a StridedSlice of `n` dimensions with
+    these masks and strides 1) gives on the decoded image. The rows and columns it keeps are found
+    by the same slice of `tf.range(height)` and `tf.range(width)` (negative and out-of-range
+    indices resolve exactly as on the image); that window, widened, is decoded and sliced."""
+    n, begin_mask, end_mask = spec
+    string, vector = tf.TensorSpec([], tf.string), tf.TensorSpec([n], tf.int32)
+
+    @tf.function(input_signature=[string, vector, vector], autograph=False)
+    def pipediag_decode_crop_strided(contents, begin, end):
+        def full():
+            return tf.strided_slice(whole(contents), begin, end, tf.ones([n], tf.int32),
+                                    begin_mask=begin_mask, end_mask=end_mask)
+
+        def from_header():
+            image_hw = tf.image.extract_jpeg_shape(contents, output_type=tf.int32)[:2]
+            starts, lengths = [], []
+            for d in range(2):
+                if d < n:
+                    kept = tf.strided_slice(tf.range(image_hw[d]), begin[d:d + 1], end[d:d + 1], [1],
+                                            begin_mask=(begin_mask >> d) & 1, end_mask=(end_mask >> d) & 1)
+                    starts.append(tf.reduce_min(tf.concat([kept, image_hw[d:d + 1]], 0)))  # kept[0]; empty: see below
+                    lengths.append(tf.size(kept))
+                else:
+                    starts.append(tf.constant(0))
+                    lengths.append(image_hw[d])
+            top_left, crop_hw = tf.stack(starts), tf.stack(lengths)
+
+            def windowed():
+                margin = tf.constant(list(WINDOW_MARGIN_PX), tf.int32)
+                start = tf.maximum(top_left - margin, 0)
+                stop = tf.minimum(top_left + crop_hw + margin, image_hw)
+                wide = window(contents, tf.concat([start, stop - start], 0))
+                inner_begin, inner_end = top_left - start, top_left - start + crop_hw
+                if n < 3:
+                    return wide[inner_begin[0]:inner_end[0], inner_begin[1]:inner_end[1]]
+                return tf.strided_slice(wide, tf.concat([inner_begin, begin[2:]], 0), tf.concat([inner_end, end[2:]], 0),
+                                        [1, 1, 1], begin_mask=begin_mask & 4, end_mask=end_mask & 4)
+
+            return tf.cond(tf.reduce_all(crop_hw > 0), windowed, full)  # an empty slice: as the original
+
+        return tf.cond(tf.io.is_jpeg(contents), from_header, full)
+
+    return pipediag_decode_crop_strided.get_concrete_function()
 
 
 def _add_traced(graph: PipelineGraph, concrete) -> tuple[str, str]:
@@ -578,9 +641,11 @@ def rewrite_across(graph: PipelineGraph, site: AcrossSite) -> str:
     crop stage's new function's name. Functions are rewritten as copies."""
     decode_function = graph.functions[site.decode_function]
     decode = next(n for n in decode_function.node_def if n.name == site.decode)
-    helpers = _helper_functions(decode, {
-        tf.int64 if n.attr["out_type"].type == _INT64 else tf.int32
-        for n in graph.functions[site.crop_function].node_def if n.name in site.shapes})
+    crop_nodes = {n.name: n for n in graph.functions[site.crop_function].node_def}
+    strided = {name: _strided_spec(graph.functions[site.crop_function], crop_nodes[name])
+               for name in site.slices if crop_nodes[name].op == "StridedSlice"}
+    helpers = _helper_functions(decode, {tf.int64 if crop_nodes[n].attr["out_type"].type == _INT64 else tf.int32
+                                         for n in site.shapes}, set(strided.values()))
     new_functions = []
 
     # The decode stage returns the JPEG instead of decoding it.
@@ -630,10 +695,10 @@ def rewrite_across(graph: PipelineGraph, site: AcrossSite) -> str:
         node.input.append(nodes[shape_name].input[0])  # the argument, or an Identity copy of it
         replaced[shape_name] = f"{node.name}:{output}:0"
     for slice_name in site.slices:
-        op, output = names["crop"]
+        op, output = names[strided.get(slice_name, "crop")]
         node = function.node_def.add()
         node.name, node.op = f"pipediag_decode_crop/{slice_name}", op
-        node.input.extend(nodes[slice_name].input[:3])
+        node.input.extend(nodes[slice_name].input[:3])  # (image, begin, size) or (image, begin, end)
         replaced[slice_name] = f"{node.name}:{output}:0"
     for node in function.node_def:
         for i, ref in enumerate(node.input):

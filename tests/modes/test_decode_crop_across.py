@@ -48,6 +48,11 @@ CROPS = {
     "stateless_random_crop": lambda image, label: (tf.image.stateless_random_crop(image, [CROP, CROP, 3], seed=[1, 2]),
                                                    label),
     "central_crop": lambda image, label: (tf.image.central_crop(image, 0.5), label),
+    "indexing": lambda image, label: (image[5:53, 21:69], label),
+    "indexing_negative_and_open": lambda image, label: (image[-50:, :-7], label),
+    "indexing_channels": lambda image, label: (image[8:40, 3:35, 1:], label),
+    "indexing_rows_only": lambda image, label: (image[10:20], label),
+    "indexing_empty": lambda image, label: (image[60:40, 3:35], label),
 }
 
 

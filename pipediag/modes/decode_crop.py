@@ -16,6 +16,10 @@ Only where it is provably the same crop: the decoded image feeds nothing but `Sh
 `Slice` of int32 offsets, the slice keeps every channel (`size[2]` a constant equal to the decoder's
 `channels`), and the decoder does not downscale (`ratio` 1). The tuned mode's safety check
 still compares the first batches of deterministic pipelines, as for every other change.
+
+Across stages (`find_across`, `rewrite_across`, below): one map decodes the whole JPEG (the
+user's, or tensorflow-datasets' own `parse_and_decode`), a later one only crops it; the decode
+moves into the crop stage and the stages between carry the JPEG bytes.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 
 from pipediag.backends.tf import tf
 from pipediag.builder.graph import PipelineGraph
+from pipediag.builder.stages import function_label
 
 _INT32 = 3  # DataType enum values in NodeDef attrs
 _INT64 = 9
@@ -466,7 +471,7 @@ def _trace_back(graph, chain, crop_node, crop_function, arg_index) -> AcrossSite
             if isinstance(crop, str):
                 return crop
             shapes, slices, crop_size = crop
-            is_tfds = function_label_of(names[0]) == TFDS_DECODE_FUNCTION
+            is_tfds = function_label(names[0]) == TFDS_DECODE_FUNCTION
             return AcrossSite(
                 decode_node=name, decode_function=names[0], decode=source.name, decode_index=index,
                 hops=tuple(reversed(hops)), crop_node=crop_node, crop_function=crop_function.signature.name,
@@ -482,12 +487,6 @@ def _trace_back(graph, chain, crop_node, crop_function, arg_index) -> AcrossSite
         hops.append(Hop(name, index, arg, names[0]))
         index = arg
     return blocker
-
-
-def function_label_of(function_name: str) -> str:
-    from pipediag.builder.stages import function_label
-
-    return function_label(function_name)
 
 
 def _decoders(decode):

@@ -10,7 +10,11 @@ inside the user's traced function and rewrites a copy of it:
                     └▶ Slice(·, offset, size)   ⇒   Slice(DecodeAndCropJpeg(jpeg, window), offset - start, size)
 
 where `window` is the crop widened by WINDOW_MARGIN_PX on every side (clipped to the image), so
-the crop's pixels are exactly those of the full decode.
+the crop's pixels are exactly those of the full decode. The right-hand side is a helper function
+traced here and added to the graph's library (each Shape and crop becomes a call of it): it
+checks the file's magic bytes first, and decodes a file that is not a JPEG whole and slices it,
+as the original did (decode_jpeg and decode_image also decode PNG and GIF; decode_and_crop_jpeg
+does not).
 
 Only where it is provably the same crop: the decoded image feeds nothing but `Shape` and a 3-D
 `Slice` of int32 offsets, the slice keeps every channel (`size[2]` a constant equal to the decoder's
@@ -125,99 +129,19 @@ def find_in_stage(graph: PipelineGraph, node: str) -> Site | str | None:
 
 def rewrite(graph: PipelineGraph, map_node: str, site: Site) -> str:
     """Rewrite a copy of the site's function in `graph` and point `map_node` at it; returns the
-    new function's name. The original function is left as it was (other stages may call it)."""
-    original = graph.functions[site.function]
-    function = type(original)()
-    function.CopyFrom(original)
-    function.signature.name = site.function + _SUFFIX
-    nodes = {n.name: n for n in function.node_def}
-    decode = nodes[site.decode]
+    new function's name. The original function is left as it was (other stages may call it).
+    Each crop (and shape) of the decoded image becomes a call of a helper that decodes only the
+    window of a JPEG, and the whole image of anything else (see _helper_functions)."""
+    function = _copy_function(graph, site.function, _SUFFIX)
+    decode = type(function.node_def[0])()
+    decode.CopyFrom(next(n for n in function.node_def if n.name == site.decode))
     jpeg = decode.input[0]
-
-    def add(name: str, op: str, inputs: list[str], **attrs) -> str:
-        node = function.node_def.add()
-        node.name = f"pipediag_decode_crop/{name}"
-        node.op = op
-        node.input.extend(inputs)
-        for key, value in attrs.items():
-            if isinstance(value, tf.DType):
-                node.attr[key].type = value.as_datatype_enum
-            elif isinstance(value, int):
-                node.attr[key].i = value
-            else:
-                node.attr[key].CopyFrom(value)
-        return node.name
-
-    def out(name: str) -> str:
-        return f"{name}:output:0"  # Const, Slice and ConcatV2 name their output "output"
-
-    def const(name: str, values, dtype) -> str:
-        node = add(name, "Const", [], dtype=dtype)
-        function.node_def[-1].attr["value"].tensor.CopyFrom(tf.make_tensor_proto(values, dtype=dtype))
-        return out(node)
-
-    def binary(name: str, op: str, a: str, b: str) -> str:
-        return f"{add(name, op, [a, b], T=tf.int32)}:z:0"  # Sub, AddV2, Maximum, Minimum name their output z
-
-    channels = decode.attr["channels"].i
-    replaced: dict[str, str] = {}
-    for i, shape_name in enumerate(site.shapes):
-        dtype = tf.int64 if nodes[shape_name].attr["out_type"].type == _INT64 else tf.int32
-        header = add(f"header_{i}", "ExtractJpegShape", [jpeg], output_type=dtype)
-        height_width = add(f"height_width_{i}", "Slice", [f"{header}:image_shape:0", const(f"zero_{i}", [0], tf.int32),
-                                                          const(f"two_{i}", [2], tf.int32)], T=dtype, Index=tf.int32)
-        shape = add(f"shape_{i}", "ConcatV2", [out(height_width), const(f"channels_{i}", [channels], dtype),
-                                               const(f"axis_{i}", 0, tf.int32)], N=2, T=dtype, Tidx=tf.int32)
-        replaced[shape_name] = out(shape)
-
-    for i, slice_name in enumerate(site.slices):
-        crop = nodes[slice_name]
-        zero, two = const(f"zero2_{i}", [0], tf.int32), const(f"two2_{i}", [2], tf.int32)
-
-        def first_two(name: str, ref: str) -> str:
-            return out(add(name, "Slice", [ref, zero, two], T=tf.int32, Index=tf.int32))
-
-        begin = first_two(f"begin_{i}", crop.input[1])  # [y, x]
-        size = first_two(f"size_{i}", crop.input[2])  # [h, w]
-        header = add(f"window_header_{i}", "ExtractJpegShape", [jpeg], output_type=tf.int32)
-        image_hw = first_two(f"image_hw_{i}", f"{header}:image_shape:0")
-        margin = const(f"margin_{i}", list(WINDOW_MARGIN_PX), tf.int32)
-        start = binary(f"start_{i}", "Maximum", binary(f"start_unclipped_{i}", "Sub", begin, margin),
-                       const(f"origin_{i}", [0, 0], tf.int32))
-        stop = binary(f"stop_{i}", "Minimum",
-                      binary(f"stop_unclipped_{i}", "AddV2", binary(f"end_{i}", "AddV2", begin, size), margin),
-                      image_hw)
-        axis = const(f"axis2_{i}", 0, tf.int32)
-        window = add(f"window_{i}", "ConcatV2", [start, binary(f"window_size_{i}", "Sub", stop, start), axis],
-                     N=2, T=tf.int32, Tidx=tf.int32)
-        wide = add(f"decode_and_crop_{i}", "DecodeAndCropJpeg", [jpeg, out(window)])
-        for key in decode.attr:
-            function.node_def[-1].attr[key].CopyFrom(decode.attr[key])
-        inner = add(f"inner_begin_{i}", "ConcatV2", [binary(f"inner_{i}", "Sub", begin, start),
-                                                    const(f"channel0_{i}", [0], tf.int32), axis],
-                    N=2, T=tf.int32, Tidx=tf.int32)
-        # The requested window out of the wider one: the same Slice, on the window's coordinates.
-        cropped = add(f"crop_{i}", "Slice", [f"{wide}:image:0", out(inner), crop.input[2]],
-                      T=tf.uint8, Index=tf.int32)
-        replaced[slice_name] = out(cropped)
-
-    for node in function.node_def:
-        for i, ref in enumerate(node.input):
-            if not ref.startswith("^") and _ref_node(ref) in replaced:
-                node.input[i] = replaced[_ref_node(ref)]
-    for key, ref in list(function.ret.items()):
-        if _ref_node(ref) in replaced:
-            function.ret[key] = replaced[_ref_node(ref)]
-    gone = set(replaced) | {site.decode}
-    keep = [n for n in function.node_def if n.name not in gone]
+    _replace_crops(graph, function, decode, site.shapes, site.slices, lambda ref: jpeg)
+    keep = [n for n in function.node_def if n.name != site.decode]
     del function.node_def[:]
     function.node_def.extend(keep)
-
     graph.add_function(function)
-    node = graph.nodes[map_node]
-    for key in node.attr:
-        if node.attr[key].HasField("func") and node.attr[key].func.name == site.function:
-            node.attr[key].func.name = function.signature.name
+    _point_at(graph, map_node, site.function, function.signature.name)
     return function.signature.name
 
 
@@ -634,17 +558,50 @@ def _string_arg(function, index: int) -> None:
         del function.arg_attr[index]  # its _output_shapes described the image
 
 
+def _replace_crops(graph: PipelineGraph, function, decode, shapes, slices, contents_of) -> None:
+    """In `function` (a copy being rewritten), replace each Shape and crop of the decoded image by
+    a call of a helper on the JPEG bytes: `contents_of(ref)` gives the bytes' ref for the image
+    ref a node read. The helpers (traced per decoder and kind of crop) join the graph's library."""
+    nodes = {n.name: n for n in function.node_def}
+    strided = {name: _strided_spec(function, nodes[name]) for name in slices if nodes[name].op == "StridedSlice"}
+    helpers = _helper_functions(decode, {tf.int64 if nodes[n].attr["out_type"].type == _INT64 else tf.int32
+                                         for n in shapes}, set(strided.values()))
+    names = {key: _add_traced(graph, concrete) for key, concrete in helpers.items()}
+    replaced = {}
+    for shape_name in shapes:
+        dtype = tf.int64 if nodes[shape_name].attr["out_type"].type == _INT64 else tf.int32
+        op, output = names[dtype]
+        node = function.node_def.add()
+        node.name, node.op = f"pipediag_decode_crop/{shape_name}", op
+        node.input.append(contents_of(nodes[shape_name].input[0]))
+        replaced[shape_name] = f"{node.name}:{output}:0"
+    for slice_name in slices:
+        op, output = names[strided.get(slice_name, "crop")]
+        node = function.node_def.add()
+        node.name, node.op = f"pipediag_decode_crop/{slice_name}", op
+        crop = nodes[slice_name]
+        node.input.extend([contents_of(crop.input[0])] + list(crop.input[1:3]))  # (bytes, begin, size or end)
+        replaced[slice_name] = f"{node.name}:{output}:0"
+    for node in function.node_def:
+        for i, ref in enumerate(node.input):
+            if not ref.startswith("^") and _ref_node(ref) in replaced:
+                node.input[i] = replaced[_ref_node(ref)]
+            elif ref.startswith("^") and _ref_node(ref) in replaced:
+                node.input[i] = "^" + replaced[_ref_node(ref)].split(":")[0]
+    for key, ref in list(function.ret.items()):
+        if _ref_node(ref) in replaced:
+            function.ret[key] = replaced[_ref_node(ref)]
+    keep = [n for n in function.node_def if n.name not in replaced]
+    del function.node_def[:]
+    function.node_def.extend(keep)
+
+
 def rewrite_across(graph: PipelineGraph, site: AcrossSite) -> str:
     """Move the decode into the crop stage as a windowed decode: the decode stage passes the JPEG
     bytes on, the stages between carry them, the crop stage decodes only its window. Returns the
     crop stage's new function's name. Functions are rewritten as copies."""
     decode_function = graph.functions[site.decode_function]
     decode = next(n for n in decode_function.node_def if n.name == site.decode)
-    crop_nodes = {n.name: n for n in graph.functions[site.crop_function].node_def}
-    strided = {name: _strided_spec(graph.functions[site.crop_function], crop_nodes[name])
-               for name in site.slices if crop_nodes[name].op == "StridedSlice"}
-    helpers = _helper_functions(decode, {tf.int64 if crop_nodes[n].attr["out_type"].type == _INT64 else tf.int32
-                                         for n in site.shapes}, set(strided.values()))
     new_functions = []
 
     # The decode stage returns the JPEG instead of decoding it.
@@ -681,36 +638,10 @@ def rewrite_across(graph: PipelineGraph, site: AcrossSite) -> str:
     function = _copy_function(graph, site.crop_function, _SUFFIX_ACROSS)
     _string_arg(function, site.crop_arg)
     contents = function.signature.input_arg[site.crop_arg].name
-    names = {key: _add_traced(graph, concrete) for key, concrete in helpers.items()}
     nodes = {n.name: n for n in function.node_def}
     for alias in _aliases(function, contents)[1:]:
         nodes[alias].attr["T"].type = _STRING  # Identity copies (with their control inputs) now copy the JPEG
-    replaced = {}
-    for shape_name in site.shapes:
-        dtype = tf.int64 if nodes[shape_name].attr["out_type"].type == _INT64 else tf.int32
-        op, output = names[dtype]
-        node = function.node_def.add()
-        node.name, node.op = f"pipediag_decode_crop/{shape_name}", op
-        node.input.append(nodes[shape_name].input[0])  # the argument, or an Identity copy of it
-        replaced[shape_name] = f"{node.name}:{output}:0"
-    for slice_name in site.slices:
-        op, output = names[strided.get(slice_name, "crop")]
-        node = function.node_def.add()
-        node.name, node.op = f"pipediag_decode_crop/{slice_name}", op
-        node.input.extend(nodes[slice_name].input[:3])  # (image, begin, size) or (image, begin, end)
-        replaced[slice_name] = f"{node.name}:{output}:0"
-    for node in function.node_def:
-        for i, ref in enumerate(node.input):
-            if not ref.startswith("^") and _ref_node(ref) in replaced:
-                node.input[i] = replaced[_ref_node(ref)]
-            elif ref.startswith("^") and _ref_node(ref) in replaced:
-                node.input[i] = "^" + replaced[_ref_node(ref)].split(":")[0]
-    for key, ref in list(function.ret.items()):
-        if _ref_node(ref) in replaced:
-            function.ret[key] = replaced[_ref_node(ref)]
-    keep = [n for n in function.node_def if n.name not in replaced]
-    del function.node_def[:]
-    function.node_def.extend(keep)
+    _replace_crops(graph, function, decode, site.shapes, site.slices, lambda ref: ref)  # the argument or a copy
     new_functions.append((site.crop_node, site.crop_function, function))
 
     for node_name, old, function in new_functions:

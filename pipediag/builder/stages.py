@@ -136,7 +136,7 @@ def is_serial(stage: Stage) -> bool:
 
 def function_label(function_name: str) -> str:
     """`__inference_Dataset_map_decode_example_20` -> `decode_example`; lambdas -> `<lambda>`."""
-    name = function_name
+    name = function_name.split("_pipediag_")[0]  # a rewritten copy (decode_crop) keeps the user's label
     if name.startswith("__inference_"):
         name = name[len("__inference_") :]
     head, _, tail = name.rpartition("_")

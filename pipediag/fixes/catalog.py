@@ -69,7 +69,7 @@ _STAGE_TITLES = {
     "vectorize_map": lambda s: f"`{s}` runs once per element: batch first, then map whole batches",
     "snapshot": lambda s: f"`{s}`'s output does not fit in memory: snapshot() it to disk",
     "shuffle_buffer": lambda s: f"`{s}` holds too much host memory: shuffle the file order, keep a smaller buffer",
-    "decode_crop": lambda s: f"`{s}` decodes whole JPEGs and keeps a crop: decode only the crop window",
+    "decode_crop": lambda s: f"`{s}` keeps a crop of whole decoded JPEGs: decode only the crop window",
 }
 
 
@@ -120,6 +120,24 @@ def _python_batches_code(stage: str | None, fn: str, size) -> str:
     )
 
 
+def _tfds_decoders_code(stage: str | None, fn: str, details: dict) -> str:
+    """tensorflow-datasets decodes every image whole in its own stage: skip that decode
+    (tfds.decode.SkipDecoding) and decode only the window in the user's crop stage."""
+    h, w = details.get("crop_size") or ("CROP_H", "CROP_W")
+    feature = details.get("feature") or "image"
+    where = f"in {fn} ({stage})" if stage else "in the crop function"
+    return (
+        f"ds = builder.as_dataset(split='train', decoders={{'{feature}': tfds.decode.SkipDecoding()}})  "
+        "# or tfds.load(..., decoders=...)\n"
+        f"# {where}, x['{feature}'] is now the JPEG's bytes: decode only the [{h}, {w}] crop window\n"
+        f"shape = tf.image.extract_jpeg_shape(x['{feature}'])  # reads the header only\n"
+        f"top = tf.random.uniform([], 0, shape[0] - {h} + 1, dtype=tf.int32)  # a random offset, as random_crop draws it\n"
+        f"left = tf.random.uniform([], 0, shape[1] - {w} + 1, dtype=tf.int32)\n"
+        f"image = tf.image.decode_and_crop_jpeg(x['{feature}'], tf.stack([top, left, {h}, {w}]), channels=3)\n"
+        "# or keep the crop inside tfds: decoders={...: my_crop_decoder()} with @tfds.decode.make_decoder()"
+    )
+
+
 def code(kind: str, stage: str | None, **details) -> str:
     fn = _fn(stage)
     if kind == "prefetch":
@@ -152,13 +170,27 @@ def code(kind: str, stage: str | None, **details) -> str:
         return f"ds = ds.{stage or 'map(...)'}.snapshot('/fast/disk/snapshot_dir')  # {note}written once, then read back"
     if kind == "shuffle_buffer":
         return _shuffle_buffer_code(stage, details)
+    if kind == "decode_crop" and details.get("tfds"):
+        return _tfds_decoders_code(stage, fn, details)
+    if kind == "decode_crop" and details.get("decode_stage"):
+        h, w = details.get("crop_size") or ("CROP_H", "CROP_W")
+        decoder = _fn(details["decode_stage"], "the decoding function")
+        return (
+            f"# in {decoder} ({details['decode_stage']}): return the JPEG bytes instead of decode_jpeg(jpeg, channels=3)\n"
+            f"# in {fn}: instead of cropping the decoded image to [{h}, {w}, 3], decode only that window\n"
+            "shape = tf.image.extract_jpeg_shape(jpeg)  # reads the header only\n"
+            f"top = tf.random.uniform([], 0, shape[0] - {h} + 1, dtype=tf.int32)  # a random offset, as random_crop draws it\n"
+            f"left = tf.random.uniform([], 0, shape[1] - {w} + 1, dtype=tf.int32)\n"
+            f"image = tf.image.decode_and_crop_jpeg(jpeg, tf.stack([top, left, {h}, {w}]), channels=3)"
+        )
     if kind == "decode_crop":
         h, w = details.get("crop_size") or ("CROP_H", "CROP_W")
         return (
             f"# in {fn}: instead of decode_jpeg(jpeg, channels=3) followed by random_crop(image, [{h}, {w}, 3])\n"
             "shape = tf.image.extract_jpeg_shape(jpeg)  # reads the header only\n"
-            f"offset = tf.random.uniform([2], 0, shape[:2] - [{h}, {w}] + 1, dtype=tf.int32)\n"
-            f"image = tf.image.decode_and_crop_jpeg(jpeg, tf.concat([offset, [{h}, {w}]], 0), channels=3)"
+            f"top = tf.random.uniform([], 0, shape[0] - {h} + 1, dtype=tf.int32)  # a random offset, as random_crop draws it\n"
+            f"left = tf.random.uniform([], 0, shape[1] - {w} + 1, dtype=tf.int32)\n"
+            f"image = tf.image.decode_and_crop_jpeg(jpeg, tf.stack([top, left, {h}, {w}]), channels=3)"
         )
     if kind == "tf_data_service":
         command = details.get("command") or "pipediag scale data.py:make_dataset --workers 1,2,4 --accelerators 1,8"

@@ -190,6 +190,10 @@ def recommend(
         for c in changes:
             if c.kind == "cache" and not c.applied and c.reason and "snapshot" in c.reason:
                 fixes.append(_fix("snapshot", c.stage, f"not measured: {c.reason}", **c.details))
+            if c.kind == "decode_crop" and not c.applied and c.details.get("by_hand"):
+                # tensorflow-datasets' decode that pipediag could not move: the user skips it with decoders=
+                fixes.append(_fix("decode_crop", c.stage, f"not measured: pipediag could not rebuild the pipeline "
+                                  f"that way ({c.reason}); tfds' decoders= does it in your code", **c.details))
         if verdict.bottleneck == "input":
             fixes.extend(_python_fixes(verdict, stages, slow_stage, fixes))
             service = _service_fix(verdict, tuned, stages, scale_command)

@@ -223,12 +223,17 @@ def _decode_crop_changes(graph: PipelineGraph, stages: list[Stage]) -> list[Chan
         if s.kind not in ("map", "parallel_map"):
             continue
         found = decode_crop.find_in_stage(graph, s.node)
-        if found is None:
-            continue
         if isinstance(found, decode_crop.Site):
             changes.append(rules.decode_crop_change(s, None, found.crop_size))
-        else:
+        elif found is not None:
             changes.append(rules.decode_crop_change(s, found))
+        else:  # the stage decodes nothing itself: does it crop what an earlier stage decoded?
+            across = decode_crop.find_across(graph, s.node)
+            if isinstance(across, decode_crop.AcrossSite):
+                decoder = next(t for t in stages if t.node == across.decode_node)
+                changes.append(rules.decode_crop_change(s, None, across.crop_size, decoder, across.tfds, across.feature))
+            elif across is not None:
+                changes.append(rules.decode_crop_change(s, across))
     return changes
 
 
@@ -261,6 +266,8 @@ def plan_tuning(
         estimate = _estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, stages, facts, clock_ns)
         cache = rules.cache_change(point, estimate, facts)
         changes.append(cache)
+    chain = [s.node for s in stages]
+    changes = [rules.decode_crop_under_cache(c, cache, chain) if c.kind == "decode_crop" else c for c in changes]
     functions = user_functions(dataset)
     draws = _random_draws(graph, stages, functions)
     for change in rules.vectorize_changes(stages, rules.cached_upto(stages, point, cache), draws):
@@ -300,14 +307,22 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
             _make_parallel_map(graph, change.node)
             outcome(change)
         elif change.kind == "decode_crop":
-            site = decode_crop.find_in_stage(graph, change.node)
-            if not isinstance(site, decode_crop.Site):
+            across = change.details.get("decode_stage") is not None
+            site = decode_crop.find_across(graph, change.node) if across else decode_crop.find_in_stage(graph, change.node)
+            if not isinstance(site, (decode_crop.Site, decode_crop.AcrossSite)):
                 outcome(change.skipped(site or "its decode_jpeg was not found again"))
                 continue
+            before = graph.copy()
             try:
-                decode_crop.rewrite(graph, change.node, site)
+                if across:
+                    decode_crop.rewrite_across(graph, site)
+                    graph.to_dataset()  # it edits several stages: TensorFlow must accept the graph now
+                else:
+                    decode_crop.rewrite(graph, change.node, site)
             except GraphError as error:
-                outcome(change.skipped(str(error)))
+                graph = before
+                # tfds' decode could not be moved here; the user can still skip it by hand (decoders=)
+                outcome(change.skipped(str(error), by_hand=bool(change.details.get("tfds"))))
             else:
                 outcome(change)
         elif change.kind == "interleave" and stages[change.node].kind == "interleave":

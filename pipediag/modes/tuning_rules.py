@@ -32,7 +32,10 @@ Pure: stages in, `Change`s out. The rules, and why:
   threadpool is raised so AUTOTUNE can run more calls in flight than there are cores.
 - A map that decodes a whole JPEG and then crops it (`decode_jpeg` then `random_crop` or a slice)
   decodes only the window instead (`decode_and_crop_jpeg`, the offset from the JPEG's header,
-  the window widened by one MCU so that its pixels are exactly the full decode's).
+  the window widened by one MCU so that its pixels are exactly the full decode's). Also across
+  stages: an earlier map (or tensorflow-datasets' own decode) decodes the whole JPEG and a later
+  one only crops it, with nothing between them using the whole image: the decode moves into the
+  crop stage as a windowed decode.
 - A `map` directly followed by `batch` may run on whole batches instead (batch first, then map:
   one call per batch instead of one per element). Offered only for maps that call no Python and
   write no state, whose output is not cached anyway (cached work is done once), and that draw
@@ -145,18 +148,44 @@ class CachePoint:
         return self.existing is not None and self.existing.index > self.stage.index
 
 
-def decode_crop_change(stage: Stage, not_found: str | None, crop_size: tuple[int, int] | None = None) -> Change:
-    """`not_found`: why the decode-then-crop cannot be rewritten (None: it can)."""
+def decode_crop_change(stage: Stage, not_found: str | None, crop_size: tuple[int, int] | None = None,
+                       decode_stage: Stage | None = None, tfds: bool = False, feature: str | None = None) -> Change:
+    """`not_found`: why the decode-then-crop cannot be rewritten (None: it can). `decode_stage`:
+    the earlier stage that decodes the whole JPEG when `stage` only crops it (the decode moves
+    into `stage`); `tfds`: that stage is tensorflow-datasets' own decode, of `feature`."""
+    if decode_stage is None:
+        description = f"{stage.label}: decode only the crop window (decode_and_crop_jpeg) instead of the whole JPEG"
+    else:
+        whose = "tensorflow-datasets' " if tfds else ""
+        description = (f"{stage.label} only crops the images {whose}{decode_stage.label} decodes whole: {decode_stage.label} "
+                       f"passes the JPEG bytes on and {stage.label} decodes only the crop window (decode_and_crop_jpeg)")
+    details = {"crop_size": list(crop_size) if crop_size else None}
+    if decode_stage is not None:
+        details.update(decode_stage=decode_stage.label, decode_node=decode_stage.node, tfds=tfds, feature=feature)
     change = Change(
         kind="decode_crop",
         stage=stage.label,
         node=stage.node,
-        description=f"{stage.label}: decode only the crop window (decode_and_crop_jpeg) instead of the whole JPEG",
+        description=description,
         applied=True,
-        details={"crop_size": list(crop_size) if crop_size else None},
+        details=details,
     )
     if not_found is not None:
         return change.skipped(not_found)
+    return change
+
+
+def decode_crop_under_cache(change: Change, cache: Change | None, chain: list[str]) -> Change:
+    """A decode moved across stages (`change`) and a cache planned between the decode and the crop
+    exclude each other: the cache would then hold JPEG bytes, and the windowed decode would run
+    every epoch, where the cache of decoded images decodes each image once. The cache wins: no
+    decode at all beats a cheaper one each epoch. `chain`: the pipeline's node names, source first."""
+    decode_node = change.details.get("decode_node")
+    if not change.applied or cache is None or not cache.applied or decode_node not in chain:
+        return change
+    if cache.node in chain and chain.index(decode_node) <= chain.index(cache.node) < chain.index(change.node):
+        return change.skipped(f"the cache planned after {cache.stage} holds the decoded images: each is decoded once, "
+                              f"and decoding the window after it would decode every epoch")
     return change
 
 

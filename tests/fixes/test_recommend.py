@@ -340,3 +340,36 @@ def test_a_gain_measured_under_contention_says_it_is_not_yet_settled():
     assert [f.kind for f in rec.fixes] == ["parallel_map"]
     assert rec.fixes[0].basis.endswith("measured while other processes competed for the CPU, so not yet settled: "
                                        "confirm with `pipediag compare` (interleaved turns against the original)")
+
+
+TFDS_CROP = Change("decode_crop", "map(augment)", "MapDataset/_9", "map(augment) only crops the images ...", True,
+                   details={"crop_size": [64, 64], "decode_stage": "parallel_map(parse_and_decode)", "tfds": True,
+                            "feature": "image"})
+
+
+def test_a_measured_tfds_decode_crop_fix_is_tfds_decoders_code_with_the_users_stage_feature_and_crop():
+    rec = recommend(verdict("input", "saturated"), modes(50, 100), [TFDS_CROP], gpu_present=False)
+    fix = rec.fixes[0]
+    assert fix.kind == "decode_crop" and fix.stage == "map(augment)" and fix.title.startswith("`map(augment)`")
+    assert "decoders={'image': tfds.decode.SkipDecoding()}" in fix.code
+    assert "in augment (map(augment))" in fix.code and "[64, 64]" in fix.code
+    assert "tf.image.decode_and_crop_jpeg(x['image'], tf.stack([top, left, 64, 64])" in fix.code and "tfds.decode.make_decoder()" in fix.code
+    assert fix.basis.startswith("measured: the tuned pipeline ran 2.00x")
+
+
+def test_a_tfds_decode_pipediag_could_not_move_is_still_offered_as_code_not_measured():
+    failed = TFDS_CROP.skipped("could not rebuild the pipeline from its graph: ...", by_hand=True)
+    rec = recommend(verdict("input", "saturated"), modes(50, 50), [failed], gpu_present=False)
+    fix = next(f for f in rec.fixes if f.kind == "decode_crop")
+    assert fix.measured_speedup is None and fix.basis.startswith("not measured: pipediag could not rebuild")
+    assert "SkipDecoding" in fix.code
+    # a decode left for a reason that also rules out the hand-written fix (the image is used whole) is no fix
+    used = TFDS_CROP.skipped("map(stats) also uses the whole decoded image (in Cast)")
+    fixes = recommend(verdict("input", "saturated"), modes(50, 50), [used], gpu_present=False).fixes
+    assert all(f.kind != "decode_crop" for f in fixes)
+
+
+def test_a_decode_in_an_earlier_map_of_the_users_says_which_function_returns_the_bytes():
+    code = catalog.code("decode_crop", "map(crop)", crop_size=[64, 64], decode_stage="map(decode)", tfds=False)
+    assert code.startswith("# in decode (map(decode)): return the JPEG bytes") and "in crop:" in code
+    assert "decode_and_crop_jpeg(jpeg, tf.stack([top, left, 64, 64]), channels=3)" in code

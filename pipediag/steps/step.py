@@ -44,6 +44,8 @@ class Step:
     # PyTorch step queues device work and returns): lets the modes keep one step in flight
     # while fetching the next batch, as a training loop does. None: `run` is all there is.
     dispatch: Callable[[Any], Callable[[], Any]] | None = None
+    # Sees each result of `run` and notes a NaN or infinite loss (steps/loss_watch.py).
+    loss_watch: Any = None
 
     def described(self) -> StepInfo:
         """The description with what running it showed: its framework and how it was waited for."""

@@ -42,3 +42,22 @@ def test_a_model_without_a_compiled_loss_may_take_inputs_only():
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
     model.compile(optimizer="sgd")  # its loss comes from add_loss, if any
     check_batch(model, first(B.inputs_only()), "m")
+
+
+def test_a_model_builder_returning_no_model_or_an_uncompiled_one_is_refused():
+    import keras
+
+    with pytest.raises(UsageError, match="returned a dict, not a Keras model") as info:
+        keras_step({}, "m.py:build")
+    assert "--step" in info.value.hint
+    with pytest.raises(UsageError, match="is not compiled") as info:
+        keras_step(keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)]), "m.py:build")
+    assert "model.compile(" in info.value.hint
+
+
+def test_a_step_factory_returning_no_function_is_refused():
+    from pipediag.steps.user_step import user_step
+
+    with pytest.raises(UsageError, match="returned a int, not a function") as info:
+        user_step(3, "s.py:make_step", "tf")
+    assert "factory" in info.value.hint

@@ -32,3 +32,15 @@ def test_common_spec_relaxes_sizes_and_refuses_other_structures():
     assert common_spec(a, b)[0].shape.as_list() == [None, None]
     assert common_spec(a, (tf.TensorSpec([None], tf.string), a[1])) is None  # another dtype
     assert common_spec(a, {"x": a[0], "y": a[1]}) is None  # another nesting
+
+
+def test_a_batch_size_the_builder_cannot_take_is_said_not_dropped_silently():
+    from pipediag.builder.prepare import prepare_dataset
+
+    def batched_itself():  # takes no batch_size, batches by 4
+        return tf.data.Dataset.range(64).map(lambda i: tf.cast(i, tf.float32)).batch(4)
+
+    prepared = prepare_dataset(batched_itself, {}, 32, False, 1)
+    assert prepared.element.batch_size == 4
+    assert any("batch size 32 (--batch-size) was not used" in n for n in prepared.notes), prepared.notes
+    assert not any("was not used" in n for n in prepare_dataset(batched_itself, {}, None, False, 1).notes)

@@ -30,7 +30,8 @@ def test_serial_map_is_input_bound_with_a_measured_parallel_map_fix(quick_rule):
     # (tests/fixes/test_recommend.py); here, that the fix is measured and carries its own number.
     assert fix.basis.startswith("measured"), fix
     if fix.basis.startswith("measured alone"):
-        assert d.ablation.effect(next(c.key for c in d.tuning if c.kind == "parallel_map")).speedup == fix.measured_speedup
+        key = next(c.key for c in d.tuning if c.kind == "parallel_map")
+        assert d.ablation.effect(key).speedup == fix.measured_speedup
     assert [v.role for v in d.ablation.variants][-1] == "together"
     assert d.modes["tuned"].batches_per_sec > d.modes["pipeline"].batches_per_sec
     # The CPUs sat idle while the step waited: latency, not computation.

@@ -107,7 +107,7 @@ class _StandIn:
                 h = keras.layers.Flatten()(spec) if t.shape.rank > 2 else spec
                 features.append(keras.layers.Dense(64, activation="relu")(h))
                 shape = tuple(t.shape[1:])
-                parts.append(f"an MLP layer on {path} {shape}" if shape else f"an MLP layer on {path} (one number per example)")
+                parts.append(f"an MLP layer on {path} " + (str(shape) if shape else "(one number per example)"))
             inputs.append(spec)
         h = features[0] if len(features) == 1 else keras.layers.Concatenate()(features)
         h = keras.layers.Dense(64, activation="relu")(h)

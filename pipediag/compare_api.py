@@ -245,6 +245,8 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
             notes.append(f"{name}'s dataset ended and was restarted {feed.restarts} time(s), like an epoch loop; "
                          "restart costs are included")
         feed.close()
+    loss_note = the_step.loss_watch.note(standin=the_step.info.kind == "standin") if the_step.loss_watch else None
+    notes += [loss_note] if loss_note else []
 
     def info(name: str) -> SideInfo:
         p = prepared[name]

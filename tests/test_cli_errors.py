@@ -65,3 +65,14 @@ def test_a_nan_loss_is_a_note_and_the_run_completes(tmp_path):
 
     notes = json.loads(out.read_text())["notes"]
     assert any("the loss was nan from the first step on" in n for n in notes), notes
+
+
+def test_a_nan_loss_in_a_comparison_is_a_note_too(tmp_path):
+    out = tmp_path / "cmp.json"
+    result = pipediag("compare", bad("scalars"), bad("scalars"), "--step", bad("nan_step"), "--max-seconds", "6",
+                      "--quiet", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    import json
+
+    notes = json.loads(out.read_text())["notes"]
+    assert any("the loss was nan from the first step on" in n for n in notes), notes

@@ -199,7 +199,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     first_batch = prepared.first_batch
 
     progress.phase("building the step")
-    the_step = make_step(model, step, step_label, batch_format, first_batch)
+    the_step = make_step(model, step, step_label, batch_format, first_batch, dataset.element_spec)
     state.step = the_step
 
     memory = DeviceMemory(lambda: _observed(the_step).framework)
@@ -388,6 +388,9 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
     framework = _framework(state)
     environment = None if state.environment is None else state.environment.for_step(framework)
     notes = notes_stall + list(state.notes) + _framework_notes(framework, summaries)
+    watch = getattr(state.step, "loss_watch", None)
+    loss_note = watch.note(standin=state.step.info.kind == "standin") if watch is not None else None
+    notes += [loss_note] if loss_note else []
     verdict = recommendation = ablation = None
     if "synthetic" in summaries:
         verdict = decide(summaries, gpu_expected=bool(state.environment and state.environment.gpus),

@@ -126,6 +126,26 @@ def compare(
                      log, notes, (clock_ns() - started) / 1e9, batch_size, batch_format)
 
 
+def _step_spec(prepared: dict, own_step: bool):
+    """The element spec the step is built for: one that A's and B's batches both fit. When none
+    can and pipediag builds or calls the step (a stand-in, --model), that is a UsageError now, not
+    a failed step in B's first turn; a --step of the user's may take both."""
+    from pipediag.builder.dataset import common_spec
+
+    specs = [p.dataset.element_spec for p in prepared.values()]
+    if len(specs) == 1:
+        return specs[0]
+    spec = common_spec(*specs)
+    if spec is None and not own_step:
+        raise UsageError(
+            f"A and B yield batches of different structure or dtypes, which one model cannot train on "
+            f"(A: {prepared['A'].element.structure}; B: {prepared['B'].element.structure})",
+            "compare pipelines that yield the same keys and dtypes (a builder must return the same "
+            "structure for --arg-a and --arg-b), or pass --step with a step that takes both",
+        )
+    return spec if spec is not None else specs[0]
+
+
 def _plan_for_baseline(saved: Diagnosis, plan: ComparePlan, notes: list[str]) -> ComparePlan:
     wanted = {FED: "pipeline", INPUT_ONLY: "input_only"}
     usable = [k for k in plan.kinds if saved.runs.get(wanted[k]) is not None and saved.runs[wanted[k]].steps >= 4]
@@ -181,7 +201,7 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
 
     progress.phase("building the step")
     first = prepared["A" if "A" in prepared else "B"].first_batch
-    the_step = make_step(model, step, step_label, batch_format, first)
+    the_step = make_step(model, step, step_label, batch_format, first, _step_spec(prepared, step is not None))
     if saved is not None and saved.step is not None and saved.step.description != the_step.info.description:
         notes.append(f"the saved run's step differs from this one's: it was \"{saved.step.description}\"; "
                      "the comparison includes that change")
@@ -231,6 +251,8 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
             notes.append(f"{name}'s dataset ended and was restarted {feed.restarts} time(s), like an epoch loop; "
                          "restart costs are included")
         feed.close()
+    loss_note = the_step.loss_watch.note(standin=the_step.info.kind == "standin") if the_step.loss_watch else None
+    notes += [loss_note] if loss_note else []
 
     def info(name: str) -> SideInfo:
         p = prepared[name]

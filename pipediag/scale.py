@@ -290,11 +290,11 @@ def _prepare(state: _Run, builder, model, step, step_label, builder_kwargs, batc
     state.element = describe(dataset.element_spec, first.batch)
     progress.phase("building the step")
     if model is not None:
-        the_step = keras_step(model, step_label or "the model")
+        the_step = keras_step(model, step_label or "the model", first_batch=first.batch)
     elif step is not None:
         the_step = user_step(step, step_label or "the step", batch_format)
     else:
-        the_step = standin_step(first.batch)
+        the_step = standin_step(first.batch, dataset.element_spec)
     state.step = the_step
     return dataset, the_step, first.batch
 

@@ -37,22 +37,30 @@ def test_arg_a_and_arg_b_compare_two_settings_of_one_builder(fixture_spec, tmp_p
                       "--step", fixture_spec("light_step"), "--max-seconds", "20", "--json", str(out),
                       "--html", str(page))
     assert result.returncode == 0, result.stderr
-    html = page.read_text(encoding="utf-8")
-    assert ">FASTER<" in html and 'id="chart-rounds"' in html and "parallel=True" in html
-    assert "FASTER" in result.stdout and "B is faster than A" in result.stdout
-    assert "parallel=False" in result.stdout and "parallel=True" in result.stdout
-    assert "round" in result.stderr  # the progress bar
+    # Whether B is called faster rests on real rounds: beside other sessions' TensorFlow on 2 cores
+    # the 4x gain once was not FASTER (issue 15 item 7). The decision is tested on a fake clock
+    # (tests/modes/test_interleave.py); here, that the verdict is carried the same way everywhere
+    # and never points the wrong way.
     data = json.loads(out.read_text())
     main = data["comparison"]
-    assert main["verdict"] == "faster" and main["ci_low"] > 1.0 and main["rounds"] >= 2
+    assert main["verdict"] in ("faster", "no_significant_difference", "inconclusive"), main
+    assert main["rounds"] >= 2 and main["ci_low"] <= main["ratio"] <= main["ci_high"]
+    badge = main["verdict"].replace("_", " ").upper()
+    html = page.read_text(encoding="utf-8")
+    assert f">{badge}<" in html and 'id="chart-rounds"' in html and "parallel=True" in html
+    assert badge in result.stdout.upper()
+    assert "parallel=False" in result.stdout and "parallel=True" in result.stdout
+    assert "round" in result.stderr  # the progress bar
     again = pipediag("report", str(out))
-    assert again.returncode == 0 and "B is faster than A" in again.stdout
+    assert again.returncode == 0 and badge in again.stdout.upper()
 
 
 @pytest.mark.slow
 def test_fail_if_slower_against_a_saved_baseline_exits_3(fixture_spec, tmp_path):
     saved = tmp_path / "baseline.json"
-    first = pipediag("diagnose", fixture_spec("parallel_sleep_map"), "--step", fixture_spec("light_step"),
+    # The saved run reads its batches from memory (thousands a second); B sleeps 48 ms a batch: a
+    # gap of two orders of magnitude, which no busy neighbour closes (a 4x gap once could be).
+    first = pipediag("diagnose", fixture_spec("fast_map"), "--step", fixture_spec("light_step"),
                      "--max-seconds", "2", "--quiet", "--save", str(saved))
     assert first.returncode == 0, first.stderr
     result = pipediag("compare", "--baseline", str(saved), fixture_spec("serial_sleep_map"),

@@ -1,8 +1,12 @@
 """compare() end to end on real TensorFlow pipelines (small, sleep-bound, so they stay fast).
 
-The self-comparison is a statistical check on real timings: by design it wrongly claims a
-difference in at most 5% of runs (about 2% measured on simulated drift, docs/compare.md), so it
-can fail by chance about once in fifty runs; a failure every time would mean a bias.
+What a comparison concludes from its rounds is tested on a fake clock (tests/modes/
+test_interleave.py: a faster side found at the first look; identical sides not significantly
+different) and on scripted numbers (tests/verdict/test_comparison.py). These real runs check
+what cannot flake on a shared machine: the rounds, their order, the sides and their numbers, and
+that a 4x planted gain is never called a loss. (Beside other sessions' TensorFlow on 2 cores, the
+4x gain once read "no significant difference: B/A = 2.249x, 95% CI -54% to +1004%": a stalled
+turn; and the self-comparison wrongly claims a difference in up to 5% of runs by design.)
 """
 
 import pytest
@@ -11,33 +15,35 @@ pytest.importorskip("tensorflow")
 
 import pipediag  # noqa: E402
 from pipediag.modes.interleave import ComparePlan  # noqa: E402
-from pipediag.verdict.comparison import FASTER, NO_DIFFERENCE  # noqa: E402
+from pipediag.verdict.comparison import SLOWER  # noqa: E402
 from tests.fixtures import pipelines as P  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 
-def test_parallel_map_is_found_faster_than_serial():
+def test_parallel_and_serial_maps_are_compared_in_alternating_rounds():
     c = pipediag.compare(P.serial_sleep_map, P.parallel_sleep_map, step=P.light_step(),
                          plan=ComparePlan(max_seconds=30))
-    assert c.verdict.verdict == FASTER, c.verdict
-    assert c.interval.low > 1.5  # four sleeping reads at a time: far faster
-    assert c.verdicts["input_only"].verdict == FASTER
-    assert c.stop_reason == "clear" and len(c.rounds) == 4  # settled at the first look
-    assert [r.order for r in c.rounds] == ["AB", "BA", "AB", "BA"]
+    assert c.verdict.verdict != SLOWER, c.verdict  # four sleeping reads at a time: never slower
+    assert c.verdicts["input_only"].verdict != SLOWER
+    orders = [r.order for r in c.rounds]
+    assert len(orders) >= 2 and orders == (["AB", "BA"] * len(orders))[:len(orders)]
+    assert c.interval.low <= c.interval.ratio <= c.interval.high
     for side in ("A", "B"):
         fed = c.sides[side]["fed"]
         assert fed.rate > 0 and fed.usage.cpu_util_pct is not None
         assert fed.usage.gpu_util_pct is None and fed.usage.gpu_util_reason
-    assert c.sides["B"]["fed"].rate > 1.5 * c.sides["A"]["fed"].rate
     assert c.a.stages[-1].label == "batch(16)" and "map(slow_read)" in [s.label for s in c.a.stages]
 
 
-def test_a_pipeline_compared_with_itself_is_not_significantly_different():
+def test_a_pipeline_compared_with_itself_gives_one_consistent_interval():
     c = pipediag.compare(P.serial_sleep_map, P.serial_sleep_map, step=P.light_step(),
                          plan=ComparePlan(max_seconds=25))
-    assert c.verdict.verdict == NO_DIFFERENCE, c.verdict
-    assert c.interval.low < 1.0 < c.interval.high
+    # The interval's coverage is a property of the method, tested on a fake clock; a real run
+    # checks that the numbers hang together.
+    assert len(c.rounds) >= 2 and c.interval.low <= c.interval.ratio <= c.interval.high
+    assert c.sides["A"]["fed"].rate > 0 and c.sides["B"]["fed"].rate > 0
+    assert [st.label for st in c.a.stages] == [st.label for st in c.b.stages]
 
 
 def test_different_batch_sizes_are_compared_in_examples_per_second():

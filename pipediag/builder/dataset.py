@@ -126,6 +126,19 @@ def _leading_dim(value) -> int | None:
     return None if dim is None else int(dim)
 
 
+def common_spec(a: Any, b: Any) -> Any | None:
+    """The element spec that both `a` and `b` fit (a dimension they disagree on becomes None), or
+    None when no one step could take both: another nesting, other keys, other dtypes."""
+    try:
+        tf.nest.assert_same_structure(a, b)
+    except (ValueError, TypeError):
+        return None
+    flat = [x.most_specific_common_supertype([y]) for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b))]
+    if any(spec is None for spec in flat):
+        return None
+    return tf.nest.pack_sequence_as(a, flat)
+
+
 @dataclass(frozen=True)
 class FirstBatch:
     batch: Any

@@ -79,6 +79,10 @@ def prepare_dataset(
         dataset = dataset.batch(batch_size)
         notes.append(f"{who} was unbatched: pipediag added .batch({batch_size})")
         stages = PipelineGraph.from_dataset(dataset).stages() if graph is not None else []
+    elif batch_size is not None and not builder_took_batch_size:
+        # A batched dataset from a builder without batch_size: the size asked for cannot be set.
+        notes.append(f"batch size {batch_size} (--batch-size) was not used: {who} batches itself and its builder "
+                     "takes no batch_size; add a batch_size parameter to the builder to set it")
 
     n = cardinality(dataset)
     if isinstance(n, int) and n < min_batches:

@@ -102,18 +102,47 @@ def load_callable(spec: Spec | str) -> Callable[..., Any]:
     return obj
 
 
+_WORDS = {"true": True, "false": False, "none": None, "null": None}
+_OPENERS = {"[": "list", "(": "tuple", "{": "dict or set", "'": "string", '"': "string"}
+
+
 def parse_kwarg(text: str) -> tuple[str, Any]:
-    """`key=value` with the value read as a Python literal when it is one (3, 0.5, True, 'x')."""
+    """`key=value` with the value read as a Python literal when it is one (3, 0.5, True, 'x').
+    true/false/none in any case are the booleans and None (as other CLIs spell them: `false` as a
+    string would be truthy). A value that opens like a list, tuple, dict or quoted string must
+    parse; any other word is passed as a string."""
     if "=" not in text:
         raise UsageError(f"--arg '{text}' has no '='", "write --arg key=value")
     key, raw = text.split("=", 1)
     if not key.isidentifier():
         raise UsageError(f"--arg '{text}': '{key}' is not a parameter name", "write --arg key=value")
+    if raw.strip().lower() in _WORDS:
+        return key, _WORDS[raw.strip().lower()]
     try:
-        value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        value = raw
-    return key, value
+        return key, ast.literal_eval(raw)
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as error:
+        kind = _OPENERS.get(raw.strip()[:1])
+        if kind is not None:
+            reason = getattr(error, "msg", None) or str(error) or type(error).__name__
+            raise UsageError(
+                f"--arg '{text}': the value looks like a Python {kind} but does not parse ({reason})",
+                f"write a Python literal, e.g. --arg \"{key}=[1, 2]\" (quote it for the shell), "
+                f"or --arg \"{key}='text'\" for a string",
+            ) from None
+        return key, raw
+
+
+def parse_kwargs(texts: list[str] | tuple[str, ...], option: str = "--arg") -> dict[str, Any]:
+    """Every `key=value` of an option given several times; a key given twice is a UsageError (the
+    last would silently win)."""
+    out: dict[str, Any] = {}
+    for text in texts:
+        key, value = parse_kwarg(text)
+        if key in out:
+            raise UsageError(f"{option} {key} is given twice ({key}={out[key]!r} and {key}={value!r})",
+                             f"give each parameter once: {option} {key}=VALUE")
+        out[key] = value
+    return out
 
 
 def accepts(fn: Callable[..., Any], name: str) -> bool:
@@ -124,15 +153,42 @@ def accepts(fn: Callable[..., Any], name: str) -> bool:
     return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
+def missing_parameters(fn: Callable[..., Any], kwargs: dict[str, Any]) -> list[str]:
+    """The parameters of `fn` without a default that `kwargs` does not give."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return []
+    required = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                inspect.Parameter.KEYWORD_ONLY)
+    return [name for name, p in params.items() if p.kind in required and p.default is p.empty and name not in kwargs]
+
+
+def _missing_hint(missing: list[str], what: str) -> str:
+    if what != "dataset builder":
+        return (f"pipediag calls the {what} with no arguments: give {', '.join(missing)} a default, "
+                "or point at a function without parameters that calls it")
+    hints = []
+    if "batch_size" in missing:
+        hints.append("pass --batch-size N (pipediag passes it to a builder that takes batch_size)")
+    others = [name for name in missing if name != "batch_size"]
+    if others:
+        hints.append("pass " + " ".join(f"--arg {name}=VALUE" for name in others))
+    return "; ".join(hints)
+
+
 def call_user(fn: Callable[..., Any], kwargs: dict[str, Any], what: str) -> Any:
-    """Call the user's function with keyword arguments it accepts; a wrong one is a UsageError."""
+    """Call the user's function with keyword arguments it accepts; a wrong or missing one is a
+    UsageError (before the call: its TypeError would name no pipediag option)."""
+    name = getattr(fn, "__name__", fn)
     unknown = [k for k in kwargs if not accepts(fn, k)]
     if unknown:
         params = ", ".join(inspect.signature(fn).parameters) or "none"
-        raise UsageError(
-            f"{what} {getattr(fn, '__name__', fn)!s} takes no parameter {', '.join(unknown)}",
-            f"its parameters: {params}",
-        )
+        raise UsageError(f"{what} {name!s} takes no parameter {', '.join(unknown)}", f"its parameters: {params}")
+    missing = missing_parameters(fn, kwargs)
+    if missing:
+        raise UsageError(f"{what} {name!s} needs {', '.join(missing)}, which pipediag was not given",
+                         _missing_hint(missing, what))
     try:
         return fn(**kwargs)
     except KeyboardInterrupt:

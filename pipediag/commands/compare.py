@@ -100,10 +100,10 @@ class RoundsProgress:
                          estimate=estimate or self.bars.tasks[0].fields["estimate"])
 
 
-def _kwargs(args_list: list[str]) -> dict:
+def _kwargs(args_list: list[str], option: str) -> dict:
     from pipediag.builder import target as targets
 
-    return dict(targets.parse_kwarg(a) for a in args_list)
+    return targets.parse_kwargs(args_list, option)
 
 
 def _label(spec: str, args_list: list[str]) -> str:
@@ -138,8 +138,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     check_outputs(args)
     options = load_step_options(args)
     common = options.pop("builder_kwargs")
-    a_kwargs = {**common, **_kwargs(args.arg_a)}
-    b_kwargs = {**common, **_kwargs(args.arg_b)}
+    a_kwargs = {**common, **_kwargs(args.arg_a, "--arg-a")}
+    b_kwargs = {**common, **_kwargs(args.arg_b, "--arg-b")}
     a = targets.load_callable(a_spec) if a_spec else None
     b = targets.load_callable(b_spec)
     plan = ComparePlan(looks=LookPlan(max_rounds=args.max_rounds), max_seconds=args.max_seconds,

@@ -103,7 +103,7 @@ def load_step_options(args: argparse.Namespace) -> dict:
     if args.step:
         step = targets.call_user(targets.load_callable(args.step), {}, "step builder")
     return dict(
-        model=model, step=step, builder_kwargs=dict(targets.parse_kwarg(a) for a in args.arg),
+        model=model, step=step, builder_kwargs=targets.parse_kwargs(args.arg),
         batch_size=getattr(args, "batch_size", None), batched=args.batched, batch_format=args.batch_format,
         sample_hz=args.sample_hz, step_label=args.model or args.step, stall_timeout_s=args.stall_timeout,
     )

@@ -46,7 +46,48 @@ def _is_compiled(model: Any) -> bool:
     return getattr(model, "optimizer", None) is not None  # tf-keras 2
 
 
-def keras_step(model: Any, label: str) -> Step:
+_LABEL_KEYS = ("label", "labels", "target", "targets", "y")
+
+
+def _loss_name(loss: Any) -> str:
+    if isinstance(loss, str):
+        return loss
+    return getattr(loss, "__name__", None) or getattr(loss, "name", None) or type(loss).__name__
+
+
+def check_batch(model: Any, batch: Any, label: str) -> None:
+    """Refuse, before any timing, a batch the model's `train_on_batch` cannot take: Keras would
+    fail deep inside its loss (`None values not supported`) or its unpacking, in frames that say
+    nothing of the batch. `batch` is the dataset's first."""
+    if isinstance(batch, (tuple, list)) and len(batch) > 3:
+        raise UsageError(
+            f"the batches are tuples of {len(batch)}, but Keras takes x, (x,), (x, y) or (x, y, sample_weight)",
+            "pack the inputs into one tuple or dict in the pipeline, e.g. "
+            "ds.map(lambda a, b, c, y: ((a, b, c), y))",
+        )
+    x, y, _ = keras.utils.unpack_x_y_sample_weight(batch)
+    loss = getattr(model, "loss", None)
+    if y is not None or loss is None:  # no compiled loss: the model may add its own (add_loss)
+        return
+    needs = f"the loss of {label} ({_loss_name(loss)}) needs labels y"
+    if isinstance(batch, dict):
+        key = next((k for k in _LABEL_KEYS if k in batch), None)
+        keys = ", ".join(repr(k) for k in batch)
+        example = key or "label"
+        raise UsageError(
+            f"the batches are dicts ({keys}); Keras passes a dict whole to the model as its inputs x, "
+            f"so {needs} and gets none",
+            f"map each batch to (features, label) in the pipeline, e.g. ds.map(lambda d: "
+            f"({{k: v for k, v in d.items() if k != {example!r}}}, d[{example!r}]))",
+        )
+    raise UsageError(
+        f"the batches hold inputs only ({'(x,)' if isinstance(batch, (tuple, list)) else 'x'}), but {needs}",
+        "yield (x, y) batches from the pipeline, or compile the model with loss=None if it adds its own "
+        "loss (add_loss)",
+    )
+
+
+def keras_step(model: Any, label: str, first_batch: Any = None) -> Step:
     if not isinstance(model, keras.Model):
         raise UsageError(
             f"--model {label} returned a {type(model).__name__}, not a Keras model",
@@ -63,6 +104,8 @@ def keras_step(model: Any, label: str) -> Step:
             f"the model from {label} runs on the Keras backend {backend!r}, which pipediag cannot feed",
             "run it with KERAS_BACKEND=tensorflow, jax or torch",
         )
+    if first_batch is not None:
+        check_batch(model, first_batch, label)
 
     def run(batch: Any) -> Any:
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(batch)

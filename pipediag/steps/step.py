@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from pipediag.steps.loss_watch import LossWatch
+
 # What a --step receives: TensorFlow tensors, NumPy arrays (zero-copy views of CPU tensors), or
 # objects with __dlpack__ that JAX (jnp.from_dlpack) and PyTorch (torch.from_dlpack) take
 # without a copy.
@@ -44,6 +46,8 @@ class Step:
     # PyTorch step queues device work and returns): lets the modes keep one step in flight
     # while fetching the next batch, as a training loop does. None: `run` is all there is.
     dispatch: Callable[[Any], Callable[[], Any]] | None = None
+    # Sees each result of `run` and notes a NaN or infinite loss (steps/loss_watch.py).
+    loss_watch: LossWatch | None = None
 
     def described(self) -> StepInfo:
         """The description with what running it showed: its framework and how it was waited for."""

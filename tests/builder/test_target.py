@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from pipediag.builder.target import call_user, load_callable, parse_kwarg, parse_spec
+from pipediag.builder.target import call_user, load_callable, missing_parameters, parse_kwarg, parse_kwargs, parse_spec
 from pipediag.errors import UsageError, UserCodeError
 
 
@@ -72,3 +72,50 @@ def test_call_user_rejects_unknown_parameters_and_wraps_errors():
         call_user(make, {"scale": 2}, "dataset builder")
     with pytest.raises(UserCodeError, match="boom"):
         call_user(make, {"batch_size": 4}, "dataset builder")
+
+
+def test_true_false_none_in_any_case_are_not_truthy_strings():
+    assert parse_kwarg("parallel=false") == ("parallel", False)
+    assert parse_kwarg("parallel=TRUE") == ("parallel", True)
+    assert parse_kwarg("limit=none") == ("limit", None)
+    assert parse_kwarg("mode=fast") == ("mode", "fast")  # any other word stays a string
+    assert parse_kwarg("version=1.2.3") == ("version", "1.2.3")
+
+
+@pytest.mark.parametrize("text, kind", [("sizes=[1,2", "list"), ("shape=(3, 4", "tuple"), ("opts={'a': 1",
+                                        "dict or set"), ("name='abc", "string")])
+def test_an_arg_that_opens_like_a_literal_must_parse(text, kind):
+    with pytest.raises(UsageError) as info:
+        parse_kwarg(text)
+    assert f"looks like a Python {kind} but does not parse" in info.value.message
+    assert "quote it for the shell" in info.value.hint
+
+
+def test_an_arg_given_twice_is_refused():
+    assert parse_kwargs(["a=1", "b=x"]) == {"a": 1, "b": "x"}
+    with pytest.raises(UsageError, match="--arg-b a is given twice") as info:
+        parse_kwargs(["a=1", "a=2"], "--arg-b")
+    assert "give each parameter once" in info.value.hint
+
+
+def test_a_builder_missing_batch_size_points_at_the_option():
+    def make(batch_size, path):
+        raise AssertionError("never called")
+
+    with pytest.raises(UsageError) as info:
+        call_user(make, {}, "dataset builder")
+    assert "needs batch_size, path" in info.value.message
+    assert "--batch-size N" in info.value.hint and "--arg path=VALUE" in info.value.hint
+    with pytest.raises(UsageError) as info:
+        call_user(make, {"batch_size": 8}, "dataset builder")
+    assert "needs path" in info.value.message and "--batch-size" not in info.value.hint
+
+
+def test_a_model_builder_with_parameters_is_told_it_is_called_bare():
+    def build(units):
+        raise AssertionError("never called")
+
+    with pytest.raises(UsageError) as info:
+        call_user(build, {}, "model builder")
+    assert "with no arguments" in info.value.hint and "units" in info.value.hint
+    assert missing_parameters(lambda *a, k=1, **kw: None, {}) == []  # defaults and varargs need nothing

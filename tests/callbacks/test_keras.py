@@ -45,8 +45,9 @@ def test_a_slow_pipeline_is_input_bound_and_every_output_is_written(tmp_path):
     assert d.status == "complete" and d.step.kind == "keras_fit"
     pipeline = d.modes["pipeline"]
     assert pipeline.steps == STEPS - 3 and set(d.modes) == {"pipeline"}
-    # 16 elements x 3 ms of serial sleep per batch, against a step of a tiny model
-    assert pipeline.input_wait_frac > 0.5 and pipeline.wait_ms_median > 40
+    # 16 elements x 3 ms of serial sleep per batch (>= 48 ms), against a step of a tiny model. Half
+    # of that is the margin: a busy neighbour slows the model's step, which a prefetch overlaps.
+    assert pipeline.input_wait_frac > 0.5 and pipeline.wait_ms_median > 24
     assert d.verdict.bottleneck == "input" and d.verdict.confidence in ("medium", "low")
     assert any("inside your fit only" in e for e in d.verdict.evidence)
     assert d.runs["pipeline"].stop_reason == "fit_ended" and d.settings["epochs"] == 2

@@ -34,19 +34,21 @@ def shift(x):
 
 
 @pytest.mark.slow
-def test_one_slow_stage_is_localized():
+def test_every_stage_is_timed_and_the_slow_one_is_bounded_by_its_sleep():
     ds = tf.data.Dataset.range(10**6).map(scale).map(slow_lookup).map(shift).batch(16)
     result = measure_anatomy(PipelineGraph.from_dataset(ds), ds.options(), batch_size=16, rule=QUICK)
     a = result.anatomy
-    assert a.bottleneck_stage == "map(slow_lookup)", a
     rows = {r.label: r for r in a.rows}
+    assert list(rows) == ["RangeDataset", "map(scale)", "map(slow_lookup)", "map(shift)", "batch(16)"]
     slow = rows["map(slow_lookup)"]
     assert slow.unit == "elements" and slow.elements_per_batch == 16
-    # At most 500 elements/s (2 ms each), i.e. about 31 batches/s or less, and the stage before is far faster.
+    # At most 500 elements/s (2 ms of sleep each), i.e. 31 batches/s or less: a bound that waiting
+    # sets, which a busy machine can only lower.
     assert slow.batches_per_sec < 35
-    assert rows["map(scale)"].batches_per_sec > 5 * slow.batches_per_sec
-    assert slow.share > 0.5
     assert rows["batch(16)"].unit == "batches"
+    # Which stage is named rests on 0.2-0.5 s windows per stage; beside other sessions' work on a
+    # 2-core machine a stall in one window once named batch(16) (issue 15 item 7). The naming rule
+    # is tested on scripted rates (tests/analysis/test_waterfall.py).
     # The stages carry their length and a sampled size.
     by_label = {s.label: s for s in result.stages}
     assert by_label["RangeDataset"].cardinality == 10**6 and by_label["batch(16)"].cardinality == 62500

@@ -1,0 +1,46 @@
+"""The first batch and the element spec (TensorFlow side): what the user's pipeline raises, and
+which specs one step can take."""
+
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from pipediag.builder.dataset import common_spec, take_first_batch  # noqa: E402
+from pipediag.errors import UsageError, UserCodeError  # noqa: E402
+
+
+def _broken_read(x):
+    raise OSError("/data/part-0 is truncated")
+
+
+def test_a_pipeline_that_raises_on_its_first_batch_is_the_users_error():
+    ds = tf.data.Dataset.range(4).map(lambda x: tf.py_function(_broken_read, [x], tf.int64)).batch(2)
+    with pytest.raises(UserCodeError) as info:
+        take_first_batch(ds)
+    assert info.value.where == "pipeline" and "truncated" in info.value.message
+    assert "first batch" in info.value.hint
+
+
+def test_an_empty_pipeline_is_a_usage_error():
+    with pytest.raises(UsageError, match="empty"):
+        take_first_batch(tf.data.Dataset.range(0).batch(2))
+
+
+def test_common_spec_relaxes_sizes_and_refuses_other_structures():
+    a = (tf.TensorSpec([None, 8], tf.float32), tf.TensorSpec([None], tf.int64))
+    b = (tf.TensorSpec([None, 16], tf.float32), tf.TensorSpec([None], tf.int64))
+    assert common_spec(a, b)[0].shape.as_list() == [None, None]
+    assert common_spec(a, (tf.TensorSpec([None], tf.string), a[1])) is None  # another dtype
+    assert common_spec(a, {"x": a[0], "y": a[1]}) is None  # another nesting
+
+
+def test_a_batch_size_the_builder_cannot_take_is_said_not_dropped_silently():
+    from pipediag.builder.prepare import prepare_dataset
+
+    def batched_itself():  # takes no batch_size, batches by 4
+        return tf.data.Dataset.range(64).map(lambda i: tf.cast(i, tf.float32)).batch(4)
+
+    prepared = prepare_dataset(batched_itself, {}, 32, False, 1)
+    assert prepared.element.batch_size == 4
+    assert any("batch size 32 (--batch-size) was not used" in n for n in prepared.notes), prepared.notes
+    assert not any("was not used" in n for n in prepare_dataset(batched_itself, {}, None, False, 1).notes)

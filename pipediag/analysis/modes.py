@@ -47,6 +47,8 @@ class ModeSummary:
     peak_memory: PeakMemory | None = None  # the step's device memory: the framework's peak, else NVML's
     peak_memory_reason: str | None = None  # why peak_memory is None
     compute_ms_median_ci: tuple[float, float] | None = None  # 95%, order statistics of the step's own times
+    # The first step of each batch shape new to the mode (a retrace), kept out like the first step.
+    new_shape_steps_ms: tuple[float, ...] = ()
 
     @property
     def measured(self) -> bool:
@@ -119,6 +121,7 @@ def summarize(run: ModeRun, log: SampleLog) -> ModeSummary:
         peak_memory=peak,
         peak_memory_reason=peak_reason,
         compute_ms_median_ci=_ms_ci(stats.median_ci(run.compute_ns)) if n else None,
+        new_shape_steps_ms=tuple(ns / NS_PER_MS for ns in run.new_shape_steps_ns),
     )
 
 
@@ -163,7 +166,8 @@ def ratio_of(a: float | None, a_ci: tuple[float, float] | None, b: float | None,
 
 def summary_from_dict(d: dict[str, Any]) -> ModeSummary:
     d = {k: v for k, v in d.items() if k != "step_ms"}
-    for key in ("batches_per_sec_ci", "step_ms_median_ci", "cpu_per_core_pct", "compute_ms_median_ci"):
+    for key in ("batches_per_sec_ci", "step_ms_median_ci", "cpu_per_core_pct", "compute_ms_median_ci",
+                "new_shape_steps_ms"):
         if d.get(key) is not None:
             d[key] = tuple(d[key])
     if d.get("error") is not None:

@@ -98,6 +98,10 @@ class ModeRun:
     fetch_ns: tuple[int, ...] = ()
     block_ns: tuple[int, ...] = ()
     hideable_ns: int | None = None  # the device work a fetch could hide behind (see Overlapped)
+    # The first timed step of each batch shape not seen before in this mode (a retrace per new
+    # input shape: a finite epoch's short last batch), kept out of wait_ns/compute_ns like the
+    # first step; see run_mode and MAX_NEW_SHAPE_STEPS.
+    new_shape_steps_ns: tuple[int, ...] = ()
 
     @property
     def overlapped(self) -> bool:
@@ -128,6 +132,7 @@ class ModeRun:
             "fetch_ns": list(self.fetch_ns),
             "block_ns": list(self.block_ns),
             "hideable_ns": self.hideable_ns,
+            "new_shape_steps_ns": list(self.new_shape_steps_ns),
         }
 
     @classmethod
@@ -148,7 +153,33 @@ class ModeRun:
             fetch_ns=tuple(d.get("fetch_ns", ())),
             block_ns=tuple(d.get("block_ns", ())),
             hideable_ns=d.get("hideable_ns"),
+            new_shape_steps_ns=tuple(d.get("new_shape_steps_ns", ())),
         )
+
+
+# More batch shapes new to a mode than this within its timed steps are not a finite epoch's
+# boundary (a short last batch, a few length buckets) but shapes that keep changing (padding to
+# each batch's longest element): then every new shape's retrace is part of the steady state, and
+# those steps stay in the timings. So do they when they are most of the timed steps (a short run
+# of ever-new shapes): a finite epoch repeats its shapes, so its new ones are a minority.
+MAX_NEW_SHAPE_STEPS = 8
+
+
+def batch_shape(batch: Any) -> Any:
+    """The shapes of a batch's arrays (nested tuples, dict keys sorted), what tf.function, Keras and
+    jax.jit key their traces on; None for an element without a shape. No framework imported: a
+    TensorFlow TensorShape, a NumPy shape and a torch.Size all iterate as dimensions."""
+    if isinstance(batch, dict):
+        return tuple((str(k), batch_shape(batch[k])) for k in sorted(batch, key=str))
+    if isinstance(batch, (list, tuple)):
+        return tuple(batch_shape(v) for v in batch)
+    shape = getattr(batch, "shape", None)
+    if shape is None:
+        return None
+    try:
+        return tuple(None if d is None else int(d) for d in shape)
+    except (TypeError, ValueError):
+        return None
 
 
 class _OutOfMemory(Exception):
@@ -162,12 +193,14 @@ class _Clocked:
     next_batch: Callable[[], Any]
     step: Callable[[Any], Any] | None
     doing: str = "fetch"  # what the last call was doing: "fetch" (a batch) or "step"; names a stall
+    shape: Any = None  # the last batch's shapes (batch_shape)
 
     def one(self) -> tuple[int, int]:
         t0 = self.clock_ns()
         self.doing = "fetch"
         batch = self._fetch()
         t1 = self.clock_ns()
+        self.shape = batch_shape(batch)
         if self.step is not None:
             self.doing = "step"
             self._guard(lambda: self.step(batch))
@@ -226,6 +259,7 @@ class Overlapped(_Clocked):
         self.doing = "fetch"
         batch = self._fetch()
         t1 = self.clock_ns()
+        self.shape = batch_shape(batch)
         self.drain()
         t2 = self.clock_ns()
         self.doing = "step"
@@ -267,7 +301,13 @@ def run_mode(
     fetched (see `Overlapped`); `hideable_ns` is the synthetic mode's median wait for a step.
     `watchdog`: every step (fetch and step together, timed inside) runs under its deadline; one
     that misses it ends the mode with stop_reason "stalled", its steps so far kept, and an error
-    saying whether it was waiting for a batch or inside the step."""
+    saying whether it was waiting for a batch or inside the step.
+    With a step, the first timed step of each batch shape this mode had not seen (first step and
+    warm-up included) is kept out of the timings and listed in `new_shape_steps_ns`: tf.function,
+    Keras and jax.jit trace once per new input shape, as they do on the first step, so that step
+    is a compile, not the steady state (a finite dataset without drop_remainder ends each epoch
+    with a short batch). More than MAX_NEW_SHAPE_STEPS of them: they are the steady state and go
+    back into the timings, with a note."""
     if dispatch is not None and step is not None:
         raise ValueError("give step or dispatch, not both")
     overlapped = Overlapped(clock_ns, next_batch, dispatch, hideable_ns) if dispatch is not None else None
@@ -282,6 +322,26 @@ def run_mode(
     compute: list[int] = []
     fetch: list[int] = []
     block: list[int] = []
+    track_shapes = step is not None or dispatch is not None
+    seen: set[Any] = set()
+    new_shape: list[tuple[int, int, int, int, int]] = []  # (position, wait, compute, fetch, block)
+
+    def seen_shape() -> bool:
+        """Whether the last batch's shape was seen before in this mode; records it."""
+        try:
+            known = clocked.shape in seen
+            seen.add(clocked.shape)
+        except TypeError:  # an unhashable shape: treat as seen (nothing kept out)
+            return True
+        return known
+
+    def put_back() -> None:
+        for offset, (at, w, c, f, b) in enumerate(new_shape):
+            wait.insert(at + offset, w)
+            compute.insert(at + offset, c)
+            if overlapped is not None:
+                fetch.insert(at + offset, f)
+                block.insert(at + offset, b)
 
     def finish(reason: str, error: BaseException | None = None) -> ModeRun:
         if overlapped is not None and error is None and reason not in ("interrupted", "stalled"):
@@ -291,6 +351,17 @@ def run_mode(
                 reason, error = "out_of_memory", oom.error
             except Stalled as stall:
                 reason, error = "stalled", stall
+        kept_ns: tuple[int, ...] = ()
+        if len(new_shape) > MAX_NEW_SHAPE_STEPS or 2 * len(new_shape) > len(new_shape) + len(wait):
+            notes.append(f"{len(new_shape)} batch shapes new to the mode among its {len(new_shape) + len(wait)} timed "
+                         "steps: the shapes keep changing, so each new shape's retrace is part of the steady state "
+                         "and stays in the timings")
+            put_back()
+        elif new_shape:
+            kept_ns = tuple(w + c for _, w, c, _, _ in new_shape)
+            notes.append(f"first step of each new batch shape ({len(kept_ns)}): "
+                         + ", ".join(f"{ns / 1e6:.0f} ms" for ns in kept_ns)
+                         + ", kept out of the timings like the first step (a retrace per new input shape)")
         return ModeRun(
             name=name,
             start_ns=window_start,
@@ -306,12 +377,14 @@ def run_mode(
             fetch_ns=tuple(fetch),
             block_ns=tuple(block),
             hideable_ns=hideable_ns if overlapped is not None else None,
+            new_shape_steps_ns=kept_ns,
         )
 
     try:
         if first_step_is_compile:
             w, c = guarded(clocked.one)
             first_step_ns = w + c + guarded(clocked.drain)  # the first step's own device work included
+            seen_shape()
             warmup_steps += 1
         compile_steps = warmup_steps
         while True:
@@ -325,6 +398,7 @@ def run_mode(
                 notes.append(f"warm-up stopped after {elapsed_s:.1f} s before its condition was met")
                 break
             guarded(clocked.one)
+            seen_shape()
             warmup_steps += 1
             if progress is not None:
                 progress(name, 0.0, rule.max_seconds, 0)
@@ -334,11 +408,15 @@ def run_mode(
         last_progress_ns = 0
         while True:
             w, c = guarded(clocked.one)
-            wait.append(w)
-            compute.append(c)
-            if overlapped is not None:
-                fetch.append(overlapped.last[0])
-                block.append(overlapped.last[1])
+            f, b = overlapped.last if overlapped is not None else (0, 0)
+            if track_shapes and not seen_shape():
+                new_shape.append((len(wait), w, c, f, b))
+            else:
+                wait.append(w)
+                compute.append(c)
+                if overlapped is not None:
+                    fetch.append(f)
+                    block.append(b)
             now = clock_ns()
             elapsed_s = (now - window_start) / 1e9
             n = len(wait)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 from pipediag.report import charts
-from pipediag.report.terminal import from_fit, handover_text
+from pipediag.report.terminal import from_fit, handover_text, new_shape_text
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _VERDICT_COLORS = {"input": "#b7791f", "compute": "#2f855a", "memory": "#c53030", "host": "#805ad5",
@@ -131,6 +131,7 @@ def throughput_section(d: Diagnosis) -> str | None:
     svg = charts.bar_chart(bars, "batches per second (error bars: 95% interval of the mean rate)", "throughput")
     first = [f"first step (tracing, compiling) {m.first_step_ms:.0f} ms, kept out of the timings"
              for m in d.modes.values() if m.first_step_ms is not None]
+    first += [new_shape_text(m) for m in d.modes.values() if m.new_shape_steps_ms]
     caption = "Throughput of each mode with its 95% interval. " + " ".join(first)
     handover = "" if d.handover is None else f'<p id="handover">{escape(handover_text(d.handover))}</p>'
     return (f"<h2>Modes</h2>{modes_table(d)}{handover}"

@@ -84,6 +84,8 @@ def modes_table(d: Diagnosis) -> Table:
             stops.append(f"{name}: {m.stop_reason.replace('_', ' ')}")
         if m.first_step_ms is not None:
             first_steps.append(f"first step (tracing, compiling) {m.first_step_ms:.0f} ms, kept out of the timings")
+        if m.new_shape_steps_ms:
+            first_steps.append(new_shape_text(m))
     caption = first_steps + ([("stopped early or at the cap — " + ", ".join(stops))] if stops else [])
     if d.handover is not None:
         caption.append(handover_text(d.handover))
@@ -94,6 +96,13 @@ def modes_table(d: Diagnosis) -> Table:
         table.caption = "\n".join(caption)
         table.caption_justify = "left"
     return table
+
+
+def new_shape_text(m) -> str:
+    """One line for a mode's steps kept out as the first of a new batch shape (a retrace)."""
+    times = ", ".join(f"{ms:.0f} ms" for ms in m.new_shape_steps_ms)
+    return (f"{m.name}: first step of each new batch shape (a retrace per input shape): {times}, "
+            "kept out of the timings")
 
 
 def handover_text(h) -> str:

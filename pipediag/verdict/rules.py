@@ -6,9 +6,11 @@ Order of the rules (first match wins), each explained in docs/verdict.md:
 2. inconclusive — the modes that decide did not measure enough steps.
 3. input   — the pipeline alone is clearly slower than the free step and the fed step is slowed
              accordingly; or the fed step waited for input >= 20% of the time (high), or >= 5%
-             (moderate); or it did not wait but ran clearly slower beside the pipeline (contention),
-             both readings clear of their line (within its spread: measured longer, then not
-             called, confidence lowered; verdict.edges).
+             (moderate), unless that wait cost no throughput (fed at the free rate, input alone
+             clearly faster); or it did not wait but ran clearly slower beside the pipeline
+             (contention), both readings clear of their line (within its spread: measured longer,
+             then not called, confidence lowered; verdict.edges), and the pipeline's CPU at the fed
+             rate enough to cause that slowdown.
 4. memory  — GPU memory >= 95% full with nothing else limiting: the step's peak against what its
              framework may use (medium), else NVML's device reading (low: preallocation).
 5. host    — with free input the GPU was busy < 50% of the time: per-step overhead; or (GPM) it
@@ -245,7 +247,12 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
         if synthetic.gpu_util_pct is not None:
             evidence.append(f"GPU busy {synthetic.gpu_util_pct:.0f}% with free input (synthetic mode, NVML utilization)")
         return Verdict("host", confidence, headline, tuple(evidence), cpu_pattern=pattern, facts=facts)
-    if wait >= T.INPUT_WAIT_MODERATE and not (edge is not None and edge.explains_wait):
+    free_wait = wait_without_slowdown(wait, gap, headroom) if wait >= T.INPUT_WAIT_MODERATE else None
+    if free_wait is not None:
+        facts["wait_costs_no_throughput"] = True
+        evidence.append(free_wait)
+    if (wait >= T.INPUT_WAIT_MODERATE and free_wait is None
+            and not (edge is not None and edge.explains_wait)):
         high = wait >= T.INPUT_WAIT_HIGH
         confidence = "high" if high and gap is not None and gap.clearly_above_one else ("medium" if high else "low")
         if noisy:
@@ -261,7 +268,15 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
         )
     contention = _contention(gap, synthetic, pipeline)
     slowed = contention is not None and contention.decided
-    if slowed and pipeline.cpu_per_core_pct and _idle_cores(pipeline) >= T.CONTENDED_IDLE_CORES:
+    light = pipeline_cpu_at_fed_rate(synthetic, pipeline, input_only) if slowed else None
+    if light is not None and light.too_light:
+        # Slower beside the pipeline, but the pipeline barely ran: at the fed rate it used too
+        # little CPU to take that much from the step. The slowdown came from elsewhere.
+        noisy = True
+        facts["pipeline_cores_at_fed_rate"] = light.cores
+        evidence.append(light.text(pipeline, synthetic))
+        slowed = False
+    elif slowed and pipeline.cpu_per_core_pct and _idle_cores(pipeline) >= T.CONTENDED_IDLE_CORES:
         # Slower beside the pipeline, yet cores sat idle: nothing competed for them. The step's
         # own speed varied (seen on the H200: a Python-bound step, 14 of 16 cores idle).
         noisy = True
@@ -339,6 +354,71 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
         "compute-bound: the step itself is the limit, not the input",
         tuple(evidence), facts=facts,
     )
+
+
+def wait_without_slowdown(wait: float, gap: Ratio | None, headroom: Ratio | None) -> str | None:
+    """A wait that cost no throughput, or None. The step waited (>= 5% of pipeline mode's time),
+    yet the fed step ran at the free step's rate (synthetic / pipeline: its 95% interval reaches 1)
+    and the pipeline alone clearly outran the free step (input_only / synthetic >= INPUT_HEADROOM,
+    its interval above 1). An input limit shows as fewer batches per second; a wait that costs none
+    is the step's own jitter, or the fetch of a batch that was ready, not the pipeline holding the
+    step back (real/kerasio_timeseries: 10% waiting, fed at 0.99x the free rate, input alone 3.8x).
+    Unknown intervals (None) do not exempt: the waiting rules then apply as before."""
+    if gap is None or gap.low is None or headroom is None:
+        return None
+    if gap.clearly_above_one or not headroom.clearly_above_one or headroom.value < T.INPUT_HEADROOM:
+        return None
+    return (f"the wait cost no throughput: the fed step ran at {1 / gap.value:.2f}x the free rate "
+            f"(free over fed {gap.value:.2f}x, 95%: {gap.low:.2f}-{gap.high:.2f}x, reaching 1) while the pipeline "
+            f"alone delivered {headroom.value:.1f}x the free step: the wait is the step's own jitter or the fetch "
+            "of a ready batch, not an input limit")
+
+
+@dataclass(frozen=True)
+class PipelineCpu:
+    """The pipeline's own CPU use at the rate the step took batches (see pipeline_cpu_at_fed_rate)."""
+
+    cores: float  # cores' worth of this process's CPU the pipeline needs at the fed rate
+    alone_cores: float  # this process's CPU in input_only mode
+    alone_over_fed: float  # input_only rate / pipeline rate
+    step_cores: float  # this process's CPU in synthetic mode: the step's own use
+    most_slowdown: float | None  # the most the pipeline's CPU could slow the step; None: unbounded
+
+    @property
+    def too_light(self) -> bool:
+        return self.most_slowdown is not None and self.most_slowdown < T.GAP_SIGNIFICANT
+
+    def text(self, pipeline: ModeSummary, synthetic: ModeSummary) -> str:
+        return (
+            f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
+            f"{synthetic.compute_ms_median:.2f} ms alone, but the pipeline barely ran: alone it used "
+            f"{self.alone_cores:.2f} cores at {self.alone_over_fed:.0f}x the fed rate, so about {self.cores:.3f} "
+            f"cores at the fed rate; taken from the step's {self.step_cores:.2f} cores that slows it by at most "
+            f"{self.most_slowdown:.2f}x, under the {T.GAP_SIGNIFICANT:.2f}x contention line: not input; the slowdown "
+            "came from elsewhere (other processes, the step's own variance), so confidence is lowered"
+        )
+
+
+def pipeline_cpu_at_fed_rate(synthetic: ModeSummary, pipeline: ModeSummary,
+                             input_only: ModeSummary | None) -> PipelineCpu | None:
+    """How much CPU the pipeline needed while it fed the step, and the most that could slow it.
+
+    tf.data runs in this process, so input_only mode's process CPU (cores busy) is the pipeline's
+    cost at its own full rate; producing batches only as fast as the step takes them costs that
+    scaled by fed rate / input-only rate (a prefetching pipeline idles once its buffer is full).
+    A step that uses s cores alone (synthetic mode's process CPU), losing c cores' worth of time to
+    the pipeline, does its work at s - c: it is slowed by at most s / (s - c). None when a number is
+    unknown (then the contention rule decides as before)."""
+    if input_only is None or not input_only.batches_per_sec or not pipeline.batches_per_sec:
+        return None
+    if input_only.process_cpu_pct is None or not synthetic.process_cpu_pct:
+        return None
+    alone = input_only.process_cpu_pct / 100.0
+    ratio = input_only.batches_per_sec / pipeline.batches_per_sec
+    cores = alone / ratio
+    step = synthetic.process_cpu_pct / 100.0
+    most = step / (step - cores) if cores < step else None
+    return PipelineCpu(cores=cores, alone_cores=alone, alone_over_fed=ratio, step_cores=step, most_slowdown=most)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ def test_input_wait_thresholds(wait, expected):
 def test_high_wait_is_high_confidence_moderate_wait_is_not():
     high = decide(modes(summary("synthetic", 100), summary("pipeline", 70, wait=T.INPUT_WAIT_HIGH + 0.05),
                         summary("input_only", 300)))
-    moderate = decide(modes(summary("synthetic", 100), summary("pipeline", 97, wait=T.INPUT_WAIT_MODERATE + 0.02),
+    moderate = decide(modes(summary("synthetic", 100), summary("pipeline", 93, wait=T.INPUT_WAIT_MODERATE + 0.02),
                             summary("input_only", 300)))
     assert high.confidence == "high" and high.headline.startswith("highly")
     assert moderate.confidence == "low" and moderate.headline.startswith("moderately")

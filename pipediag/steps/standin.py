@@ -125,7 +125,9 @@ class _StandIn:
             self.description += f"; ignored non-numeric inputs: {', '.join(self.ignored)}"
         # With the dataset's spec, one trace fits every batch (sparse and ragged batches would
         # otherwise be traced again as their sizes change).
-        signature = None if element_spec is None else [element_spec]
+        # A spec of unknown rank (a py_function's output without set_shape) would trace the step
+        # for any rank: then the first batches' own shapes are traced instead.
+        signature = None if element_spec is None or _unknown_rank(element_spec) else [element_spec]
         self._train = tf.function(self._train_step, input_signature=signature, reduce_retracing=True)
 
     def _head(self, y: Any, spec_y: Any = None) -> tuple[str, int, bool]:
@@ -219,3 +221,9 @@ def standin_step(first_batch: Any, element_spec: Any = None) -> Step:
     shapes are taken as fixed."""
     standin = _StandIn(first_batch, element_spec)
     return Step(run=standin.run, info=StepInfo(kind="standin", description=standin.description))
+
+
+def _unknown_rank(element_spec: Any) -> bool:
+    """Whether any part of the dataset's spec has a shape of unknown rank."""
+    return any(getattr(getattr(spec, "shape", None), "rank", 0) is None
+               for spec in tf.nest.flatten(element_spec, expand_composites=False))

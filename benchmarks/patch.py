@@ -51,7 +51,7 @@ def input_bound(paths: list[str]) -> list[str]:
     return [p for p in paths if load_scenario(p).EXPECTED.bottleneck == "input"]
 
 
-def measure_one(path: str, run_json: str, compare_seconds: float) -> dict[str, Any]:
+def measure_one(path: str, run_json: str, compare_seconds: float, gains_only: bool) -> dict[str, Any]:
     """In a child process: patch, check, and compare patched (B) with tuned (A)."""
     sys.path.insert(0, ROOT)
     import pipediag
@@ -66,7 +66,7 @@ def measure_one(path: str, run_json: str, compare_seconds: float) -> dict[str, A
     module = load_scenario(path)
     info = describe(module)
     diagnosis = read_json(run_json)
-    selection = select_gains(diagnosis)
+    selection = select_gains(diagnosis, gains_only)
     with open(path, encoding="utf-8") as f:
         source = f.read()
     patch = patch_source(source, "make_dataset", list(selection.gains), path=os.path.relpath(path, ROOT))
@@ -86,7 +86,7 @@ def measure_one(path: str, run_json: str, compare_seconds: float) -> dict[str, A
     elif info["step"] == "step":
         step_kwargs["step"] = module.make_step()
     batch_size = diagnosis.settings.get("batch_size")
-    tuned = pipediag.tuned_pipeline(module.make_dataset, diagnosis)
+    tuned = pipediag.tuned_pipeline(module.make_dataset, diagnosis, gains_only=gains_only)
     out["tuned_applied"] = [f"{c.kind} {c.stage or ''}".strip() for c in tuned.applied]
     out["tuned_check"] = tuned.check
     with patched_builder(patch) as builder:
@@ -113,7 +113,8 @@ def measure_one(path: str, run_json: str, compare_seconds: float) -> dict[str, A
     return out
 
 
-def run_scenario(path: str, max_seconds: float, compare_seconds: float, lock: bool) -> dict[str, Any]:
+def run_scenario(path: str, max_seconds: float, compare_seconds: float, lock: bool,
+                 gains_only: bool) -> dict[str, Any]:
     name = os.path.splitext(os.path.basename(path))[0]
     with tempfile.TemporaryDirectory(prefix="pipediag-patch-") as tmp, cpu_lock(lock):
         run_json = os.path.join(tmp, "run.json")
@@ -127,7 +128,8 @@ def run_scenario(path: str, max_seconds: float, compare_seconds: float, lock: bo
             return row
         out_json = os.path.join(tmp, "out.json")
         child = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", path, "--run", run_json,
-                                "--out", out_json, "--compare-seconds", str(compare_seconds)],
+                                "--out", out_json, "--compare-seconds", str(compare_seconds)]
+                               + ([] if gains_only else ["--all-applied"]),
                                capture_output=True, text=True, env=child_env(), cwd=ROOT)
         if child.returncode != 0 or not os.path.exists(out_json):
             row.update(result="patch run failed", error=child.stderr[-2000:])
@@ -152,14 +154,14 @@ def table(rows: list[dict[str, Any]], args, when: str) -> str:
     m = machine()
     lines = [f"# pipediag fix: patched builder vs tuned mode — {when}", "",
              f"Machine: {m.get('cpu_logical')} logical cores, {m.get('memory_total_gib')} GiB, {m.get('platform')}, "
-             f"Python {m.get('python')}, TensorFlow {m.get('tensorflow', '?')}.", "",
+             f"Python {m.get('python')}; {m.get('packages')}.", "",
              f"Command: `python benchmarks/patch.py {' '.join(args.argv)}` (the benchmark takes "
              f"/tmp/pipediag-cpu.lock around each scenario). Diagnosis: `pipediag diagnose --max-seconds "
              f"{args.max_seconds:g}`; comparison: `pipediag.compare(tuned, patched)`, feeding the scenario's step, "
              f"cap {args.compare_seconds:g} s, ±{EQUIVALENCE:.0%} equivalence.", "",
              "Goal: patched / tuned within ±5% (its 95% interval inside [0.95, 1.05]).", "",
-             "| scenario | gains carried over | edits (done / all) | stage checks | diagnosis tuned/pipeline | "
-             "patched / tuned [95% CI] | result |",
+             f"| scenario | {'gains' if args.gains_only else 'changes the tuned mode applied'}, patched | "
+             "edits (done / all) | stage checks | diagnosis tuned/pipeline | patched / tuned [95% CI] | result |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         edits = r.get("edits") or []
@@ -192,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", help="comma-separated scenario names")
     p.add_argument("--max-seconds", type=float, default=10.0, help="diagnose --max-seconds (default: 10)")
     p.add_argument("--compare-seconds", type=float, default=60.0, help="compare's cap (default: 60)")
+    p.add_argument("--gains-only", action="store_true",
+                   help="patch only the changes measured as gains (default: every change the tuned mode applied, "
+                   "so that patched and tuned are the same pipeline and every edit kind is exercised)")
+    p.add_argument("--all-applied", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-lock", action="store_true", help="do not take the CPU lock")
     p.add_argument("--one", help=argparse.SUPPRESS)
     p.add_argument("--run", help=argparse.SUPPRESS)
@@ -199,14 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.one:
-        result = measure_one(args.one, args.run, args.compare_seconds)
+        result = measure_one(args.one, args.run, args.compare_seconds, gains_only=not args.all_applied)
         with open(args.out, "w") as f:
             json.dump(result, f)
         return 0
     paths = input_bound(scenario_paths(only=args.only.split(",") if args.only else None))
     rows = []
     for path in paths:
-        row = run_scenario(path, args.max_seconds, args.compare_seconds, not args.no_lock)
+        row = run_scenario(path, args.max_seconds, args.compare_seconds, not args.no_lock, args.gains_only)
         print(f"{row['scenario']}: {row.get('result')} {_fmt_iv(row.get('patched_vs_tuned'))}", flush=True)
         rows.append(row)
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d-%H%M")

@@ -54,6 +54,7 @@ def tuned_pipeline(
     batch_size: int | None = None,
     batched: bool = False,
     ram_budget_bytes: int | None = None,
+    gains_only: bool = True,
     clock_ns: Callable[[], int] = time.monotonic_ns,
     **diagnose_kwargs: Any,
 ) -> TunedResult:
@@ -61,6 +62,7 @@ def tuned_pipeline(
     diagnosis (`builder_kwargs`, and `batch_size`, by default the diagnosis' own).
     diagnosis: a Diagnosis, the path of a saved one (`diagnose --save FILE`), or None to run one
     now (`diagnose_kwargs`, e.g. `model=`, go to `pipediag.diagnose`).
+    gains_only=False: every change the tuned mode applied, measured gain or not (its pipeline exactly).
     Raises UsageError when the pipeline is not the one the diagnosis saw, or when nothing was
     measured; PipediagError when the tuned pipeline's first batch differs from the original's."""
     if isinstance(diagnosis, str):
@@ -73,7 +75,7 @@ def tuned_pipeline(
     elif diagnose_kwargs:
         raise UsageError(f"{', '.join(diagnose_kwargs)}: only for a fresh diagnosis (diagnosis=None)",
                          "leave them out when you pass a saved diagnosis")
-    selection = select_gains(diagnosis)
+    selection = select_gains(diagnosis, gains_only)
     if batch_size is None:
         batch_size = diagnosis.settings.get("batch_size")
 

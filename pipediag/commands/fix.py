@@ -32,6 +32,8 @@ def register(sub) -> None:
     f.add_argument("--diff", metavar="FILE", help="also write the diff to FILE (for 'git apply')")
     f.add_argument("--snapshot-dir", metavar="DIR",
                    help="turn a snapshot() fix into an edit, writing its snapshot under DIR")
+    f.add_argument("--all-applied", action="store_true",
+                   help="patch every change the tuned mode applied, not only those measured as gains")
     f.add_argument("--no-measure", action="store_true",
                    help="check the patched graph's stages only; skip the comparison with the original")
     add_target_arguments(f, max_seconds=(60.0, "time cap for the proving comparison, in seconds"))
@@ -95,7 +97,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.patch.source import patch_source
 
     diagnosis = read_json(args.run)
-    selection = select_gains(diagnosis)
+    selection = select_gains(diagnosis, gains_only=not args.all_applied)
     path, function = source_of(args.target or diagnosis.target)
     with open(path, encoding="utf-8") as f:
         source = f.read()

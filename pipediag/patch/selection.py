@@ -26,9 +26,10 @@ class Selection:
     together_ci: tuple[float, float] | None
 
 
-def select_gains(diagnosis: Diagnosis) -> Selection:
-    """The changes a diagnosis measured as gains. A diagnosis without a tuned mode or an ablation
-    (interrupted before it, or run with --modes lacking tuned) has nothing measured to carry over."""
+def select_gains(diagnosis: Diagnosis, gains_only: bool = True) -> Selection:
+    """The changes a diagnosis measured as gains (`gains_only=False`: every change its tuned mode
+    applied, gain or not: the tuned mode's pipeline exactly). A diagnosis without a tuned mode or
+    an ablation (interrupted before it, or run without the tuned mode) has nothing measured."""
     if not diagnosis.tuning:
         raise UsageError(f"the diagnosis of {diagnosis.target} has no tuned mode: nothing was measured to apply",
                          "re-run 'pipediag diagnose' with the tuned mode (the default) and --save FILE")
@@ -41,7 +42,7 @@ def select_gains(diagnosis: Diagnosis) -> Selection:
         effect = diagnosis.ablation.effect(change.key)
         if not change.applied:
             left_out.append(change)
-        elif effect is None or effect.effect != "gain":
+        elif gains_only and (effect is None or effect.effect != "gain"):
             what = "not measured" if effect is None else effect.effect
             if effect is not None and effect.speedup is not None:
                 what += f" ({effect.speedup:.2f}x alone)"

@@ -352,8 +352,10 @@ def _threading(src: _Source, change: Change) -> None:
     name = "options"
     while name in src.names:
         name = "tuned_" + name
-    src.before_returns += [f"{name} = {src.tf}.data.Options()",
-                           f"{name}.threading.private_threadpool_size = {size}  # reads wait on I/O: more threads than cores"]
+    src.before_returns += [
+        f"{name} = {src.tf}.data.Options()",
+        f"{name}.threading.private_threadpool_size = {size}  # reads wait on I/O: more threads than cores",
+    ]
     _on_returns(src, lambda value: _then(value, "with_options", cst.Name(name)))
 
 

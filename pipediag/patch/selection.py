@@ -1,9 +1,10 @@
 """Which of a saved diagnosis's tuning changes to carry over, and whether the pipeline is still the
 one that was diagnosed. Pure: plain records in, plain records out (no TensorFlow).
 
-A change is carried over when the tuned mode applied it and the ablation measured it as a gain
-(`ChangeEffect.effect == "gain"`: faster than the control with the 95% intervals apart, by at
-least 5%). A change that was applied but measured no gain is left out: it would be a code change
+A change is carried over when the tuned mode applied it and the ablation measured it as a gain,
+as the fixes count one: faster than the control with the 95% intervals apart, by at least 5%,
+alone (`ChangeEffect.effect == "gain"`) or on top of the others (the together run against the run
+without it: more threads help once the map is parallel, not before). A change that was applied but measured no gain is left out: it would be a code change
 nobody showed to help. Changes keep their graph node names (`kind@node`), so they only mean
 something for the very graph that was diagnosed: `graph_mismatch` says why a pipeline is not it.
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipediag.analysis.ablation import ChangeEffect, classify
+from pipediag.analysis.modes import Ratio
 from pipediag.builder.stages import Stage
 from pipediag.diagnosis import Diagnosis
 from pipediag.errors import UsageError
@@ -42,15 +45,29 @@ def select_gains(diagnosis: Diagnosis, gains_only: bool = True) -> Selection:
         effect = diagnosis.ablation.effect(change.key)
         if not change.applied:
             left_out.append(change)
-        elif gains_only and (effect is None or effect.effect != "gain"):
+        elif gains_only and not is_gain(effect):
             what = "not measured" if effect is None else effect.effect
             if effect is not None and effect.speedup is not None:
-                what += f" ({effect.speedup:.2f}x alone)"
+                what += f" ({effect.speedup:.2f}x alone"
+                what += ")" if effect.without_speedup is None else f", {effect.without_speedup:.2f}x on top of the others)"
             left_out.append(change.skipped(f"measured no gain: {what}"))
         else:
             gains.append(change)
     return Selection(tuple(gains), tuple(left_out), diagnosis.ablation.together_speedup,
                      diagnosis.ablation.together_ci)
+
+
+def is_gain(effect: ChangeEffect | None) -> bool:
+    """A measured gain, as the fixes count one: alone (or as the only change), or on top of the
+    others (the together run against the run without it: a prefetch once the map is parallel)."""
+    if effect is None:
+        return False
+    if effect.effect == "gain":
+        return True
+    if effect.without_speedup is None:
+        return False
+    low, high = effect.without_ci if effect.without_ci is not None else (None, None)
+    return classify(Ratio(effect.without_speedup, low, high)) == "gain"
 
 
 def _describe(stage: Stage) -> str:

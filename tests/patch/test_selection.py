@@ -54,3 +54,16 @@ def test_graph_mismatch_names_the_first_stage_that_differs():
     longer = STAGES + (Stage(3, "PrefetchDataset/_4", "PrefetchDataset", "prefetch", buffer_size=-1),)
     assert graph_mismatch(STAGES, longer) == ("the diagnosed pipeline had 3 stages, it has 4 now "
                                               "(the pipeline now also has prefetch(AUTOTUNE))")
+
+
+def test_a_gain_on_top_of_the_others_is_carried_over():
+    on_top = ChangeEffect(THREADS.key, "threading", None, "none", 0.96, (0.8, 1.1), "alone",
+                          without_speedup=3.54, without_ci=(1.11, 11.47))
+    not_clear = ChangeEffect(PREFETCH.key, "prefetch", None, "none", 0.96, (0.8, 1.1), "alone",
+                             without_speedup=1.5, without_ci=(0.9, 2.5))
+    threads = Change("threading", None, None, "threads", True)
+    d = diagnosis(tuning=(threads, PREFETCH), ablation=Ablation("fed_step", 10.0, (9.0, 11.0), (),
+                                                                (on_top, not_clear), 4.0, (2.0, 8.0), 3.0))
+    s = select_gains(d)
+    assert s.gains == (threads,)
+    assert s.left_out[0].reason == "measured no gain: none (0.96x alone, 1.50x on top of the others)"

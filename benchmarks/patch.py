@@ -210,20 +210,24 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(result, f)
         return 0
     paths = input_bound(scenario_paths(only=args.only.split(",") if args.only else None))
-    rows = []
-    for path in paths:
+    rows: list[dict[str, Any]] = []
+    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d-%H%M")
+    os.makedirs(RESULTS, exist_ok=True)
+    base = os.path.join(RESULTS, f"patch-cpu-{when}")
+    info = machine()
+    for i, path in enumerate(paths):
         row = run_scenario(path, args.max_seconds, args.compare_seconds, not args.no_lock, args.gains_only)
         print(f"{row['scenario']}: {row.get('result')} {_fmt_iv(row.get('patched_vs_tuned'))}", flush=True)
         rows.append(row)
-    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d-%H%M")
-    text = table(rows, args, when)
-    print(text)
-    os.makedirs(RESULTS, exist_ok=True)
-    base = os.path.join(RESULTS, f"patch-cpu-{when}")
-    with open(base + ".md", "w") as f:
-        f.write(text)
-    with open(base + ".json", "w") as f:
-        json.dump({"machine": machine(), "args": args.argv, "rows": rows}, f, indent=1)
+        # Written after every scenario, so an interrupted run keeps what it measured.
+        text = table(rows, args, when)
+        if i + 1 < len(paths):
+            text += f"\n(partial: {i + 1} of {len(paths)} scenarios so far)\n"
+        with open(base + ".md", "w") as f:
+            f.write(text)
+        with open(base + ".json", "w") as f:
+            json.dump({"machine": info, "args": args.argv, "rows": rows}, f, indent=1)
+    print(table(rows, args, when))
     return 0
 
 

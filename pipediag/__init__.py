@@ -5,6 +5,7 @@
     print(diagnosis.verdict.bottleneck, [f.title for f in diagnosis.fixes])
     comparison = pipediag.compare(make_dataset, make_dataset_v2, model=model)
     print(comparison.verdict.verdict, comparison.interval)
+    model.fit(pipediag.tuned(make_dataset, "run.json"))  # the measured gains, applied
 
 Importing pipediag does not import TensorFlow; `diagnose()` and `compare()` do, when they run.
 """
@@ -16,6 +17,8 @@ from pipediag.comparison import Comparison
 from pipediag.diagnosis import Diagnosis, read_json
 from pipediag.errors import PipediagError, UsageError, UserCodeError
 from pipediag.modes.runner import StopRule
+from pipediag.tuned_api import TunedResult, tuned, tuned_pipeline
 
 __all__ = ["__version__", "diagnose", "Diagnosis", "read_json", "StopRule", "compare", "Comparison",
-           "PipediagError", "UsageError", "UserCodeError"]
+           "PipediagError", "UsageError", "UserCodeError",
+           "tuned", "tuned_pipeline", "TunedResult"]

@@ -1,0 +1,469 @@
+"""The measured changes as edits of the user's builder source, made on its concrete syntax tree
+(libcst), so every comment, blank line and formatting choice outside the edited calls stays.
+
+Pure Python, no TensorFlow: a change names the stage it touches the way pipediag labels stages
+(`map(decode_jpeg)`, `TFRecordDatasetV2(4 files)`, `batch(32)`), and the edit finds that call in
+the builder function's own body. Each change kind becomes one edit:
+
+- parallel_map: `.map(f)` gets `num_parallel_calls=tf.data.AUTOTUNE` (replacing a serial value);
+- interleave: `.interleave(f, ...)` gets `num_parallel_calls=tf.data.AUTOTUNE`; a file reader given
+  several files (`TFRecordDataset(files)`) gets `num_parallel_reads=tf.data.AUTOTUNE`; a
+  `flat_map` over files becomes a parallel `interleave`;
+- cache: `.cache()` right after the stage's call;
+- vectorize_map: `.map(f).batch(n)` becomes `.batch(n).map(f, num_parallel_calls=...)`, when both
+  calls are in one expression;
+- prefetch: every `return` of the builder ends its dataset with `.prefetch(tf.data.AUTOTUNE)`;
+- threading: the returned dataset gets `Options` with the private thread pool the tuned mode used;
+- snapshot (a fix, not a tuned change): `.snapshot(path)` after the stage, with a path the user gives.
+
+Where an edit would be a guess, it is refused with the reason and the fix's snippet is kept: the
+stage is not written in the builder's body (built by a helper, in another package, by tfds), the
+call sits in a loop (one call, many stages), several calls fit the label, or the kind has no safe
+source form (decode_crop rewrites the traced function's ops).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from pipediag.modes.changes import Change
+
+# The tuned mode's private thread pool for latency-bound reads (modes.tuning_rules).
+THREADPOOL_DEFAULT = 32
+_READERS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
+EDIT_KINDS = ("parallel_map", "interleave", "cache", "vectorize_map", "prefetch", "threading", "snapshot")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change and what became of it in the source."""
+
+    kind: str
+    stage: str | None
+    description: str
+    done: bool
+    reason: str | None = None  # why it was not written as an edit
+    snippet: str | None = None  # the fix's code, for the user to apply by hand when not done
+
+
+@dataclass(frozen=True)
+class Patch:
+    path: str
+    function: str
+    original: str
+    patched: str
+    edits: tuple[Edit, ...] = field(default_factory=tuple)
+
+    @property
+    def done(self) -> list[Edit]:
+        return [e for e in self.edits if e.done]
+
+    @property
+    def refused(self) -> list[Edit]:
+        return [e for e in self.edits if not e.done]
+
+    @property
+    def changed(self) -> bool:
+        return self.patched != self.original
+
+    def diff(self) -> str:
+        """A unified diff, applicable with `patch -p1` / `git apply` from the file's folder."""
+        name = self.path.replace("\\", "/")
+        lines = difflib.unified_diff(self.original.splitlines(keepends=True), self.patched.splitlines(keepends=True),
+                                     fromfile=f"a/{name}", tofile=f"b/{name}")
+        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+class Refused(Exception):
+    """An edit that cannot be written safely; the message is the reason."""
+
+
+# -- finding the builder and its calls ---------------------------------------------------------------
+
+@dataclass
+class _Call:
+    node: cst.Call
+    in_loop: bool
+    in_nested_function: bool
+
+
+class _Collector(cst.CSTVisitor):
+    """Every call in one function body, with whether it sits in a loop or a nested function."""
+
+    def __init__(self) -> None:
+        self.calls: list[_Call] = []
+        self.returns: list[cst.Return] = []
+        self.names: set[str] = set()
+        self._loops = 0
+        self._functions = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions += 1
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions -= 1
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self._functions += 1
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        self._functions -= 1
+
+    def _loop_in(self, node) -> None:
+        self._loops += 1
+
+    def _loop_out(self, node) -> None:
+        self._loops -= 1
+
+    visit_For = visit_While = visit_ListComp = visit_GeneratorExp = visit_SetComp = visit_DictComp = _loop_in
+    leave_For = leave_While = leave_ListComp = leave_GeneratorExp = leave_SetComp = leave_DictComp = _loop_out
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(_Call(node, self._loops > 0, self._functions > 1))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if self._functions == 1 and node.value is not None:
+            self.returns.append(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def _find_function(module: cst.Module, name: str) -> cst.FunctionDef:
+    if "." in name:
+        raise Refused(f"{name} is a method; pipediag patches module-level builder functions only")
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+            return statement
+    raise Refused(f"no function {name} is defined at the top level of the file")
+
+
+def _tf_alias(module: cst.Module) -> str | None:
+    """How the file names TensorFlow (`tf` after `import tensorflow as tf`), or None."""
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if _dotted(alias.name) == "tensorflow":
+                        return alias.asname.name.value if alias.asname else "tensorflow"
+    return None
+
+
+def _dotted(node) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = _dotted(node.value)
+        return None if head is None else f"{head}.{node.attr.value}"
+    return None
+
+
+def _method(call: cst.Call) -> str | None:
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+def _first_arg(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[0].value if positional else None
+
+
+def _function_name(expr) -> str | None:
+    """The name pipediag's label gives a function argument: `decode`, `module.decode` -> decode."""
+    if isinstance(expr, cst.Lambda):
+        return "<lambda>"
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return None
+
+
+_LABEL = re.compile(r"^(?P<kind>[A-Za-z_]\w*)\((?P<arg>.*)\)$")
+
+
+def _parse_label(label: str) -> tuple[str, str | None]:
+    m = _LABEL.match(label)
+    return (m["kind"], m["arg"]) if m else (label, None)
+
+
+def _matches(call: cst.Call, label: str) -> bool:
+    """Is this call the stage pipediag labels `label`?"""
+    kind, arg = _parse_label(label)
+    method = _method(call)
+    reader = re.sub(r"V\d+$", "", kind)
+    if reader in _READERS:
+        return (_dotted(call.func) or "").split(".")[-1] == reader
+    if kind in ("map", "parallel_map"):
+        return method == "map" and _function_name(_first_arg(call, "map_func")) == arg
+    if kind in ("interleave", "parallel_interleave", "flat_map", "filter"):
+        keyword = "predicate" if kind == "filter" else "map_func"
+        wanted = "interleave" if kind == "parallel_interleave" else kind
+        return method == wanted and _function_name(_first_arg(call, keyword)) == arg
+    if kind == "from_generator":
+        return method == "from_generator" and _function_name(_first_arg(call, "generator")) == arg
+    if kind in ("batch", "shuffle", "prefetch"):
+        if method != kind:
+            return False
+        value = _first_arg(call, "batch_size" if kind == "batch" else "buffer_size")
+        if isinstance(value, cst.Integer):
+            return value.evaluated_value == int(arg) if arg and arg.isdigit() else False
+        return True  # a variable (batch_size): the label has its value, the source its name
+    return arg is None and method == kind
+
+
+class _Source:
+    """The builder function's calls, and the edits queued on them (applied in one pass)."""
+
+    def __init__(self, module: cst.Module, function: cst.FunctionDef):
+        self.module = module
+        self.function = function
+        collector = _Collector()
+        function.visit(collector)
+        self.calls = collector.calls
+        self.returns = collector.returns
+        self.names = collector.names
+        self.tf = _tf_alias(module)
+        self.replace: dict[cst.CSTNode, cst.CSTNode] = {}  # original call -> its edited form
+        self.before_returns: list[str] = []  # statements put before every return
+
+    def find(self, label: str | None) -> cst.Call:
+        if not label:
+            raise Refused("the change names no stage")
+        found = [c for c in self.calls if _matches(c.node, label)]
+        name = self.function.name.value
+        if not found:
+            raise Refused(f"`{label}` is not written in {name}'s body (built by a helper, in another package or "
+                          "by tensorflow-datasets): pipediag edits only the builder it was given")
+        if len(found) > 1:
+            raise Refused(f"{len(found)} calls in {name} fit `{label}`: pipediag cannot tell which one is the stage")
+        call = found[0]
+        if call.in_loop:
+            raise Refused(f"`{label}` is built in a loop in {name}: one call there makes several stages")
+        if call.in_nested_function:
+            raise Refused(f"`{label}` is built inside a function nested in {name}")
+        return call.node
+
+    def autotune(self) -> cst.BaseExpression:
+        if self.tf is None:
+            raise Refused("the file does not `import tensorflow` (as tf): pipediag would have to add an import")
+        return cst.parse_expression(f"{self.tf}.data.AUTOTUNE")
+
+    def current(self, call: cst.Call) -> cst.Call:
+        return self.replace.get(call, call)
+
+
+def _with_kwarg(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with keyword=value, replacing an existing one; a new argument goes last, in the
+    call's own style (a trailing comma stays trailing)."""
+    args = list(call.args)
+    for i, arg in enumerate(args):
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            args[i] = arg.with_changes(value=value)
+            return call.with_changes(args=args)
+    new = cst.Arg(keyword=cst.Name(keyword), value=value,
+                  equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                        whitespace_after=cst.SimpleWhitespace("")))
+    if args:
+        last = args[-1]
+        if isinstance(last.comma, cst.Comma):  # trailing comma: keep the call's layout
+            new = new.with_changes(comma=last.comma)
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=_after_comma(last.comma)))
+        else:
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return call.with_changes(args=[*args, new])
+
+
+def _after_comma(comma: cst.Comma):
+    ws = comma.whitespace_after
+    return ws if isinstance(ws, cst.ParenthesizedWhitespace) else cst.SimpleWhitespace(" ")
+
+
+def _then(call: cst.BaseExpression, method: str, *args: cst.BaseExpression) -> cst.Call:
+    """`call.method(args)`."""
+    arg_nodes = [cst.Arg(a) for a in args]
+    for i in range(len(arg_nodes) - 1):
+        arg_nodes[i] = arg_nodes[i].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return cst.Call(func=cst.Attribute(value=call, attr=cst.Name(method)), args=arg_nodes)
+
+
+# -- one function per change kind ----------------------------------------------------------------------
+
+def _parallel_map(src: _Source, change: Change) -> None:
+    call = src.find(change.stage)
+    src.replace[call] = _with_kwarg(src.current(call), "num_parallel_calls", src.autotune())
+
+
+def _interleave(src: _Source, change: Change) -> None:
+    call = src.find(change.stage)
+    kind, _ = _parse_label(change.stage or "")
+    current = src.current(call)
+    if re.sub(r"V\d+$", "", kind) in _READERS:
+        src.replace[call] = _with_kwarg(current, "num_parallel_reads", src.autotune())
+    elif kind == "flat_map":
+        renamed = current.with_changes(func=current.func.with_changes(attr=cst.Name("interleave")))
+        src.replace[call] = _with_kwarg(renamed, "num_parallel_calls", src.autotune())
+    else:
+        src.replace[call] = _with_kwarg(current, "num_parallel_calls", src.autotune())
+
+
+def _cache(src: _Source, change: Change) -> None:
+    call = src.find(change.stage)
+    src.replace[call] = _then(src.current(call), "cache")
+
+
+def _snapshot(src: _Source, change: Change, snapshot_path: str | None) -> None:
+    if not snapshot_path:
+        raise Refused("snapshot() writes to disk: give the folder it may use (--snapshot-dir)")
+    call = src.find(change.stage)
+    src.replace[call] = _then(src.current(call), "snapshot", cst.SimpleString(repr(snapshot_path)))
+
+
+def _vectorize(src: _Source, change: Change) -> None:
+    map_call = src.find(change.stage)
+    batch = next((c.node for c in src.calls if _method(c.node) == "batch" and c.node.func.value is map_call), None)
+    if batch is None:
+        raise Refused(f"`{change.stage}` and the batch after it are not one expression (`.map(f).batch(n)`): "
+                      "moving the batch across statements could change what other code sees")
+    if map_call in src.replace or batch in src.replace:
+        raise Refused(f"`{change.stage}` is edited by another change already")
+    mapped = _with_kwarg(map_call, "num_parallel_calls", src.autotune())
+    # A.map(f, ...).batch(n, ...) -> A.batch(n, ...).map(f, ..., num_parallel_calls=AUTOTUNE)
+    batched_first = batch.with_changes(func=batch.func.with_changes(value=map_call.func.value))
+    src.replace[batch] = mapped.with_changes(func=mapped.func.with_changes(value=batched_first))
+
+
+def _prefetch(src: _Source, change: Change) -> None:
+    _on_returns(src, lambda value: _then(value, "prefetch", src.autotune()))
+
+
+def _threading(src: _Source, change: Change) -> None:
+    if src.tf is None:
+        src.autotune()  # raises the reason
+    size = int(change.details.get("private_threadpool_size") or THREADPOOL_DEFAULT)
+    name = "options"
+    while name in src.names:
+        name = "tuned_" + name
+    src.before_returns += [
+        f"{name} = {src.tf}.data.Options()",
+        f"{name}.threading.private_threadpool_size = {size}  # reads wait on I/O: more threads than cores",
+    ]
+    _on_returns(src, lambda value: _then(value, "with_options", cst.Name(name)))
+
+
+def _on_returns(src: _Source, wrap) -> None:
+    if not src.returns:
+        raise Refused(f"{src.function.name.value} has no `return` of a dataset")
+    for ret in src.returns:
+        current = src.replace.get(ret, ret)
+        src.replace[ret] = current.with_changes(value=wrap(current.value))
+
+
+class _Apply(cst.CSTTransformer):
+    """Put the queued edits in: replaced nodes by identity, statements before each return. An
+    edit was made on original nodes; the calls inside it may have been edited since (a cache on
+    the reader inside an edited map), so every edit is rebased on what its children became."""
+
+    def __init__(self, src: _Source):
+        self.src = src
+        self.updated: dict[cst.CSTNode, cst.CSTNode] = {}  # original node -> its edited form
+
+    def on_leave(self, original_node, updated_node):
+        result = super().on_leave(original_node, updated_node)
+        if result is not original_node:
+            self.updated[original_node] = result
+        return result
+
+    def _rebase(self, new: cst.CSTNode) -> cst.CSTNode:
+        updated = self.updated
+
+        class _Rebase(cst.CSTTransformer):
+            def on_visit(self, node) -> bool:
+                return node not in updated
+
+            def on_leave(self, original_node, updated_node):
+                return updated.get(original_node, updated_node)
+
+        return new.visit(_Rebase())
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        new = self.src.replace.get(original_node)
+        return updated_node if new is None else self._rebase(new)
+
+    def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
+        new = self.src.replace.get(original_node)
+        return updated_node if new is None else self._rebase(new)
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
+                            updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        if not self.src.before_returns:
+            return updated_node
+        body = []
+        for old, new in zip(original_node.body, updated_node.body):
+            if isinstance(old, cst.SimpleStatementLine) and any(r in self.src.returns for r in old.body):
+                added = [cst.parse_statement(line + "\n") for line in self.src.before_returns]
+                # The blank lines and comments above the return now stand above the added lines.
+                added[0] = added[0].with_changes(leading_lines=new.leading_lines)
+                body += added
+                new = new.with_changes(leading_lines=())
+            body.append(new)
+        return updated_node.with_changes(body=body)
+
+
+def patch_source(source: str, function: str, changes: list[Change], *, path: str = "builder.py",
+                 snippets: dict[tuple[str, str | None], str] | None = None,
+                 snapshot_path: str | None = None) -> Patch:
+    """Edit `function` in `source` for each change; the changes that cannot be edited safely are
+    returned refused, with the reason and their snippet (`snippets[(kind, stage)]`)."""
+    snippets = snippets or {}
+    module = cst.parse_module(source)
+    edits: list[Edit] = []
+
+    def refuse_all(reason: str) -> Patch:
+        for c in changes:
+            edits.append(Edit(c.kind, c.stage, c.description, False, reason, snippets.get((c.kind, c.stage))))
+        return Patch(path, function, source, source, tuple(edits))
+
+    try:
+        fn = _find_function(module, function)
+    except Refused as error:
+        return refuse_all(str(error))
+    src = _Source(module, fn)
+    for change in changes:
+        try:
+            if change.kind == "parallel_map":
+                _parallel_map(src, change)
+            elif change.kind == "interleave":
+                _interleave(src, change)
+            elif change.kind == "cache":
+                _cache(src, change)
+            elif change.kind == "snapshot":
+                _snapshot(src, change, snapshot_path)
+            elif change.kind == "vectorize_map":
+                _vectorize(src, change)
+            elif change.kind == "prefetch":
+                _prefetch(src, change)
+            elif change.kind == "threading":
+                _threading(src, change)
+            elif change.kind == "decode_crop":
+                raise Refused("the tuned mode rewrites the traced function's ops (the crop window read from the "
+                              "JPEG header, widened to whole MCUs); a source edit of the function body is not one "
+                              "pipediag can check, so apply the snippet")
+            else:
+                raise Refused(f"{change.kind} has no source edit")
+        except Refused as error:
+            edits.append(Edit(change.kind, change.stage, change.description, False, str(error),
+                              snippets.get((change.kind, change.stage))))
+        else:
+            edits.append(Edit(change.kind, change.stage, change.description, True))
+    new_fn = fn.visit(_Apply(src))
+    patched = module.with_changes(body=[new_fn if s is fn else s for s in module.body]).code
+    return Patch(path, function, source, patched, tuple(edits))

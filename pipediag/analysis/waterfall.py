@@ -235,10 +235,23 @@ def build_anatomy(stages: list[Stage], timings: dict[int, StageTiming], batch_si
         return Anatomy(tuple(rows), None, None, "no stage could be timed", (), _unit_note(stages, factors), seconds)
     rows = [r if r.added_ms_per_batch is None else _with_share(r, r.added_ms_per_batch / prev_ms) for r in rows]
     label = {s.index: s.label for s in stages}
+    notes: list[str] = []
+    cache = _replaying_cache(stages)
+    if cache is not None:
+        # After the first epoch the cache replays what the stages before it made: their cost is
+        # paid once, not on every batch of training, so none of them is the steady state's slow
+        # stage (tensorflow-datasets caches small datasets right after its decode).
+        before = [i for i in added if i < cache.index]
+        if before:
+            notes.append(f"{', '.join(label[i] for i in before)} come(s) before {cache.label}, which replays them after "
+                         "the first epoch: paid once, not ranked")
+        added = {i: v for i, v in added.items() if i >= cache.index}
+        if not added:
+            return Anatomy(tuple(rows), None, None, f"every timed stage comes before {cache.label}, which replays them "
+                           "after the first epoch", tuple(notes), _unit_note(stages, factors), seconds)
     ranked = sorted(added.items(), key=lambda kv: kv[1][0], reverse=True)
     best, (best_ms, clearly) = ranked[0]
     share = best_ms / prev_ms
-    notes: list[str] = []
     if len(ranked) > 1 and ranked[1][1][0] > 0 and ranked[1][1][0] >= CLOSE_RUNNER_UP * best_ms:
         other, (other_ms, _) = ranked[1]
         notes.append(f"{label[other]} adds nearly as much ({other_ms:.2f} vs {best_ms:.2f} ms per batch)")
@@ -256,6 +269,18 @@ def build_anatomy(stages: list[Stage], timings: dict[int, StageTiming], batch_si
                    f"{label[best]} adds {best_ms:.2f} ms to every batch, {100 * share:.0f}% of the "
                    f"{prev_ms:.2f} ms per batch after the last timed stage", tuple(notes),
                    _unit_note(stages, factors), seconds)
+
+
+def _replaying_cache(stages: list[Stage]) -> Stage | None:
+    """The last `cache` (or `snapshot`) that fills in one pass and then replays: no `repeat` before it
+    (a cache behind a repeat never finishes filling). None when there is none."""
+    found = None
+    for s in stages:
+        if s.kind == "repeat":
+            return found
+        if s.kind in ("cache", "snapshot"):
+            found = s
+    return found
 
 
 def _with_share(row: WaterfallRow, share: float) -> WaterfallRow:

@@ -124,3 +124,26 @@ def test_round_trip():
     timings = {0: timing(0, 100_000), 1: timing(1, 2000), 2: timing(2, 1900), 3: timing(3, 59, per_chunk=2)}
     a = build_anatomy(PIPELINE, timings, seconds=1.5)
     assert Anatomy.from_dict(a.to_dict()) == a
+
+
+def test_stages_before_a_cache_that_replays_are_paid_once_and_not_ranked():
+    # tensorflow-datasets' autocache: decode, cache, then the user's augmentation. The decode's cost
+    # is the first epoch's only; the augmentation costs every batch.
+    cache = stage(2, "cache", "CacheDatasetV2")
+    augment = stage(3, "map", "MapDataset", function="augment", parallelism=1)
+    batch = stage(4, "batch", "BatchDatasetV2", buffer_size=32)
+    pipeline = [SOURCE, DECODE, cache, augment, batch]
+    timings = {0: timing(0, 100_000), 1: timing(1, 1800), 2: timing(2, 30_000), 3: timing(3, 2000),
+               4: timing(4, 60, per_chunk=2)}
+    a = build_anatomy(pipeline, timings)
+    assert a.bottleneck_stage == "map(augment)"
+    assert any("map(decode)" in n and "paid once" in n for n in a.notes)
+    # behind a repeat the cache never finishes filling: the decode is ranked as before
+    repeat = stage(1, "repeat", "RepeatDataset")
+    decode, cache2, augment2, batch2 = (stage(2, "map", "MapDataset", function="decode", parallelism=1),
+                                        stage(3, "cache", "CacheDatasetV2"),
+                                        stage(4, "map", "MapDataset", function="augment", parallelism=1),
+                                        stage(5, "batch", "BatchDatasetV2", buffer_size=32))
+    timings = {0: timing(0, 100_000), 2: timing(2, 1000), 3: timing(3, 30_000), 4: timing(4, 2000),
+               5: timing(5, 60, per_chunk=2)}
+    assert build_anatomy([SOURCE, repeat, decode, cache2, augment2, batch2], timings).bottleneck_stage == "map(decode)"

@@ -10,8 +10,9 @@ Pure: stages in, `Change`s out. The rules, and why:
 - A file reader given several files (`TFRecordDataset(filenames)`) reads them one after another;
   it becomes a parallel interleave over the files only when a shuffle follows, since records of
   different files then alternate.
-- `cache` goes at the deepest stage before the first random or Python stage (a shuffle that does
-  not reshuffle is not random here: every epoch sees its one order), only when that
+- `cache` goes at the deepest stage before the first random or Python stage or epoch repeat (a
+  shuffle that does not reshuffle is not random here: every epoch sees its one order; a repeat that
+  only broadcasts one input of a zip, `zip(from_tensors(x).repeat(), indices)`, is no epoch), only when that
   point is finite, its estimated size fits the RAM budget and filling it fits the time budget.
   Where TensorFlow cannot tell the length there (a file reader, a filter), one pass over that
   point counts and sizes it, stopped as soon as it passes either budget: a cache fills in one
@@ -199,11 +200,20 @@ def reshuffles(s: Stage) -> bool:
     return s.kind == "shuffle" and s.is_random and not s.fixed_order and not s.op.startswith("ShuffleAndRepeat")
 
 
+def _broadcast_repeat(stages: list[Stage], s: Stage) -> bool:
+    """A repeat that only broadcasts one branch of a zip: `zip(from_tensors(x).repeat(), indices)`
+    (Keras' timeseries_dataset_from_array gathers each window from the repeated array this way).
+    Its zip ends with its shortest input, so the stream is not an epoch repeat; whether it is finite
+    at the cache point is checked there, by the cut's cardinality (an infinite one gets no cache)."""
+    later = [t for t in stages if t.index > s.index]
+    return s.kind == "repeat" and bool(later) and later[0].kind == "zip"
+
+
 def _deepest(stages: list[Stage]) -> tuple[Stage | None, Stage | None, Stage | None, Stage | None]:
     """(point, prefetch right behind it, existing cache, the stage that ended the search)."""
     point = existing = after = None
     for s in stages:
-        if _ends_determinism(s):
+        if _ends_determinism(s) and not _broadcast_repeat(stages, s):
             return point, after, existing, s
         if s.kind in ("cache", "snapshot"):
             existing, after = s, None

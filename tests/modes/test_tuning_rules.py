@@ -161,3 +161,31 @@ def test_a_cache_is_still_offered_after_work_on_in_memory_data_or_for_files():
     assert point is not None and point.stage.kind == "batch"
     files = cache_point([READ, stage(1, "batch", "BatchDatasetV2"), stage(2, "repeat", "RepeatDataset")])
     assert files is not None and files.stage.kind == "batch"
+
+
+def test_a_repeat_that_broadcasts_one_input_of_a_zip_does_not_end_the_cache_search():
+    # keras.utils.timeseries_dataset_from_array: zip(from_tensors(array).repeat(), indices), a
+    # parallel map gathering each window, zip with the targets, prefetch, batch; the user's repeat.
+    stages = [
+        stage(0, "source", "TensorDataset"),
+        stage(1, "repeat", "RepeatDataset"),
+        stage(2, "zip", "ZipDataset"),
+        stage(3, "parallel_map", "ParallelMapDatasetV2", function="gather"),
+        stage(4, "zip", "ZipDataset"),
+        stage(5, "prefetch", "PrefetchDataset"),
+        stage(6, "batch", "BatchDatasetV2", buffer_size=256),
+        stage(7, "repeat", "RepeatDataset"),
+    ]
+    point = cache_point(stages)
+    assert point is not None and point.stage.index == 6  # after the batch, before the epoch repeat
+
+
+def test_an_epoch_repeat_still_ends_the_cache_search():
+    stages = [
+        stage(0, "source", "TFRecordDataset"),
+        stage(1, "map", "MapDataset", function="parse"),
+        stage(2, "repeat", "RepeatDataset"),
+        stage(3, "batch", "BatchDatasetV2", buffer_size=32),
+    ]
+    point = cache_point(stages)
+    assert point is not None and point.stage.index == 1

@@ -168,6 +168,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     from pipediag.modes.checks import is_deterministic
     from pipediag.modes.feeds import BatchFeed, constant_feed
     from pipediag.modes.tuning import facts_for, plan_tuning
+    from pipediag.modes.warmup import WARMUP_CAP_FACTOR, Settled
     from pipediag.modes.waterfall import THOROUGH, WaterfallRule, locate_stall, measure_anatomy
     from pipediag.steps.device_memory import DeviceMemory
     from pipediag.steps.make import make_step
@@ -242,7 +243,11 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         return result
 
     hideable: dict[str, int | None] = {}  # the device work a fetch can hide behind, from synthetic mode
-    synthetic = run("synthetic", constant_feed(first_batch, the_step.info.batch_format), True, first_step_is_compile=True)
+    settled = Settled(clock_ns, max_seconds=WARMUP_CAP_FACTOR * rule.max_seconds)
+    synthetic = run("synthetic", constant_feed(first_batch, the_step.info.batch_format), True, first_step_is_compile=True,
+                    warmup_until=settled)
+    if settled.note():
+        state.notes.append(settled.note())
     if synthetic.block_ns:
         hideable["ns"] = int(stats.median(synthetic.block_ns))
     oom = synthetic.stop_reason == "out_of_memory"

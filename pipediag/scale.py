@@ -348,8 +348,12 @@ class _Measure:
     def local(self) -> None:
         from pipediag.modes.feeds import BatchFeed, constant_feed
 
+        from pipediag.modes.warmup import WARMUP_CAP_FACTOR, Settled
+
+        settled = Settled(self.clock_ns, max_seconds=WARMUP_CAP_FACTOR * self.rule.max_seconds)
         self.state.runs["synthetic"] = self._run(
-            "synthetic", "synthetic", constant_feed(self.first_batch, self.batch_format), True, first_step_is_compile=True)
+            "synthetic", "synthetic", constant_feed(self.first_batch, self.batch_format), True, first_step_is_compile=True,
+            warmup_until=settled)
         if self.state.runs["synthetic"].stop_reason == "out_of_memory":
             raise UsageError("the step ran out of memory with free input at this batch size",
                              "run pipediag diagnose first; a step that does not fit cannot be fed by any service")

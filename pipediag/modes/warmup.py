@@ -1,0 +1,77 @@
+"""Warm-up until the step's speed stops rising, not for a fixed number of steps.
+
+Some steps keep speeding up for seconds after their first call: a Keras LSTM on the 2-core machine
+ran 21, 26, 34, 36, 38, 41, 41 steps/s in consecutive 2.5-s windows of the same constant batch
+(issue 13, real/kerasio_timeseries; oneDNN primitives and allocator pools settle). The synthetic
+mode runs first, so five warm-up steps then measured the step at 26/s while the modes after it ran
+on a faster step: the fed step's slowdown was overstated and a tuned pipeline "beat" free input.
+
+`Settled` is a `warmup_until` condition for `run_mode`: it is asked once per warm-up step, groups
+the steps into windows of at least WINDOW_S seconds (and MIN_WINDOW_STEPS steps), and is met when
+the latest window's rate is no more than RISE above the rate two windows earlier (a rise slower
+than one window's noise shows only across two). A step that is steady from the start costs three
+windows. It gives up after `max_seconds` and then says the step was still speeding up.
+Pure Python, with an injected clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+WINDOW_S = 0.75
+MIN_WINDOW_STEPS = 3
+RISE = 0.05  # a window more than 5% faster than two windows before it: still warming up
+LOOKBACK_WINDOWS = 2
+WARMUP_CAP_FACTOR = 1.5  # the settling warm-up may take up to 1.5x a mode's own cap (--max-seconds)
+
+
+class Settled:
+    """Callable warm-up condition: True once the step's rate has stopped rising."""
+
+    def __init__(self, clock_ns: Callable[[], int], max_seconds: float, window_s: float = WINDOW_S):
+        self._clock_ns = clock_ns
+        self._max_ns = int(max_seconds * 1e9)
+        self._window_ns = int(window_s * 1e9)
+        self._start_ns: int | None = None
+        self._window_start_ns = 0
+        self._steps = 0
+        self.rates: list[float] = []  # steps per second of each closed window
+        self.gave_up = False
+
+    def __call__(self) -> bool:
+        now = self._clock_ns()
+        if self._start_ns is None:  # first call: the fixed warm-up steps are done, windows begin
+            self._start_ns = self._window_start_ns = now
+            return False
+        self._steps += 1
+        elapsed = now - self._window_start_ns
+        if elapsed >= self._window_ns and self._steps >= MIN_WINDOW_STEPS:
+            self.rates.append(self._steps * 1e9 / elapsed)
+            self._window_start_ns, self._steps = now, 0
+            if self.settled:
+                return True
+        if now - self._start_ns >= self._max_ns:
+            self.gave_up = True
+            return True
+        return False
+
+    @property
+    def settled(self) -> bool:
+        if len(self.rates) <= LOOKBACK_WINDOWS:
+            return False
+        return self.rates[-1] <= self.rates[-1 - LOOKBACK_WINDOWS] * (1 + RISE)
+
+    @property
+    def seconds(self) -> float:
+        return 0.0 if self._start_ns is None else (self._clock_ns() - self._start_ns) / 1e9
+
+    def note(self) -> str | None:
+        """What the warm-up saw, when it was more than a steady step's three windows."""
+        if self.gave_up and self.rates:
+            return (f"the step was still speeding up after {self.seconds:.1f} s of warm-up (windows of "
+                    f"{WINDOW_S:.2f} s: {self.rates[0]:.1f} to {self.rates[-1]:.1f} steps/s): synthetic mode may "
+                    "understate its steady speed")
+        if len(self.rates) > LOOKBACK_WINDOWS + 1 and self.rates[-1] > self.rates[0] * (1 + RISE):
+            return (f"the step sped up during warm-up from {self.rates[0]:.1f} to {self.rates[-1]:.1f} steps/s "
+                    f"over {self.seconds:.1f} s; synthetic mode was timed once it had settled")
+        return None

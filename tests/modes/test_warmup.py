@@ -1,0 +1,75 @@
+"""The settling warm-up on a scripted clock (no TensorFlow)."""
+
+import pytest
+
+from pipediag.modes.runner import StopRule, run_mode
+from pipediag.modes.warmup import Settled
+
+
+class Clock:
+    def __init__(self):
+        self.ns = 0
+
+    def __call__(self):
+        return self.ns
+
+
+def drive(step_ms_at, max_seconds=30.0):
+    """Calls the condition once per step as run_mode does; step i takes step_ms_at(t_s) ms."""
+    clock = Clock()
+    settled = Settled(clock, max_seconds=max_seconds)
+    steps = 0
+    while not settled():
+        clock.ns += int(step_ms_at(clock.ns / 1e9) * 1e6)
+        steps += 1
+        assert steps < 100_000
+    return settled, clock.ns / 1e9
+
+
+def test_a_steady_step_costs_three_windows():
+    settled, seconds = drive(lambda t: 10.0)
+    assert not settled.gave_up and len(settled.rates) == 3
+    assert seconds == pytest.approx(2.25, abs=0.05)
+    assert settled.note() is None
+
+
+def test_a_step_that_speeds_up_for_seconds_is_warmed_until_it_settles():
+    # real/kerasio_timeseries' Keras LSTM: ~48 ms at first, ~24 ms from about 10 s on.
+    settled, seconds = drive(lambda t: max(24.0, 48.0 - 2.4 * t))
+    assert not settled.gave_up
+    assert seconds >= 9.0
+    assert settled.rates[-1] == pytest.approx(1000 / 24, rel=0.05)
+    assert "sped up during warm-up" in settled.note()
+
+
+def test_a_step_still_rising_at_the_cap_says_so():
+    settled, seconds = drive(lambda t: max(5.0, 100.0 - 9 * t), max_seconds=4.0)
+    assert settled.gave_up and seconds == pytest.approx(4.0, abs=0.2)
+    assert "still speeding up" in settled.note()
+
+
+def test_noise_without_a_trend_does_not_extend_the_warm_up_far():
+    pattern = [10.0, 11.0, 9.5, 10.5]
+    calls = {"i": 0}
+
+    def noisy(t):
+        calls["i"] += 1
+        return pattern[(int(t / 0.75)) % 4]
+
+    settled, seconds = drive(noisy)
+    assert not settled.gave_up and seconds < 6.0
+
+
+def test_run_mode_keeps_the_settling_steps_out_of_the_timings():
+    clock = Clock()
+    settled = Settled(clock, max_seconds=30.0)
+    state = {"n": 0}
+
+    def step(batch):
+        state["n"] += 1
+        clock.ns += int(max(10.0, 40.0 - 3.0 * clock.ns / 1e9) * 1e6)
+
+    run = run_mode("synthetic", lambda: 1, step, StopRule(max_seconds=3.0, min_seconds=1.0, min_steps=10),
+                   clock_ns=clock, warmup_until=settled, first_step_is_compile=True)
+    assert run.warmup_ns / 1e9 >= 9.0
+    assert max(run.compute_ns) <= 11e6  # only settled steps were timed

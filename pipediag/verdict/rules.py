@@ -276,13 +276,6 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
         facts["pipeline_cores_at_fed_rate"] = light.cores
         evidence.append(light.text(pipeline, synthetic))
         slowed = False
-    elif slowed and light is not None and _others_made_it(light, pipeline):
-        # The step and the pipeline fit the machine by themselves; other processes filled it.
-        noisy = True
-        facts["pipeline_cores_at_fed_rate"] = light.cores
-        facts["other_cores_pipeline_mode"] = _other_load_cores(pipeline)
-        evidence.append(_others_text(light, pipeline, synthetic))
-        slowed = False
     elif slowed and pipeline.cpu_per_core_pct and _idle_cores(pipeline) >= T.CONTENDED_IDLE_CORES:
         # Slower beside the pipeline, yet cores sat idle: nothing competed for them. The step's
         # own speed varied (seen on the H200: a Python-bound step, 14 of 16 cores idle).
@@ -379,32 +372,6 @@ def wait_without_slowdown(wait: float, gap: Ratio | None, headroom: Ratio | None
             f"(free over fed {gap.value:.2f}x, 95%: {gap.low:.2f}-{gap.high:.2f}x, reaching 1) while the pipeline "
             f"alone delivered {headroom.value:.1f}x the free step: the wait is the step's own jitter or the fetch "
             "of a ready batch, not an input limit")
-
-
-def _others_made_it(light: PipelineCpu, pipeline: ModeSummary) -> bool:
-    """The step's own cores plus the pipeline's at the fed rate leave OWN_DEMAND_SPARE_CORES of
-    the machine spare, yet other processes took at least OTHER_LOAD_CORES and filled it: without
-    them the two would not have had to share (the contention needs the others)."""
-    cores = len(pipeline.cpu_per_core_pct or ())
-    if not cores:
-        return False
-    own = light.step_cores + light.cores
-    others = _other_load_cores(pipeline)
-    return (own <= cores - T.OWN_DEMAND_SPARE_CORES and others >= T.OTHER_LOAD_CORES
-            and own + others > cores - T.OWN_DEMAND_SPARE_CORES)
-
-
-def _others_text(light: PipelineCpu, pipeline: ModeSummary, synthetic: ModeSummary) -> str:
-    cores = len(pipeline.cpu_per_core_pct or ())
-    return (
-        f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
-        f"{synthetic.compute_ms_median:.2f} ms alone, but the step ({light.step_cores:.2f} cores alone) and the "
-        f"pipeline at the fed rate (about {light.cores:.2f} cores) fit in {cores} cores with "
-        f"{cores - light.step_cores - light.cores:.2f} to spare; other processes took "
-        f"{_other_load_cores(pipeline):.2f} cores during pipeline mode and filled the machine: the slowdown needed "
-        "them, so it is not laid on the input (re-run on a quiet machine to know whether the pipeline alone "
-        "slows the step); confidence lowered"
-    )
 
 
 @dataclass(frozen=True)

@@ -60,12 +60,6 @@ OTHER_LOAD_CORES = 0.5
 # mode, not instead of it (on the 16-core H200 host, 0.5 cores of background with 14 cores idle
 # had lowered a clear compute verdict to low).
 CONTENDED_IDLE_CORES = 1.0
-# CPU contention laid on the input only when the step and the pipeline, by themselves, would not
-# leave this much of the machine spare. When they would, and other processes (at least
-# OTHER_LOAD_CORES) filled the rest, the step's slowdown beside the pipeline needed those others:
-# it is not the input's (issue 13: a JAX step of 1.2 cores and a pipeline of 0.3 on 2 cores read
-# "input through contention" while 0.8 cores of other work ran, compute on a quiet machine).
-OWN_DEMAND_SPARE_CORES = 0.25
 
 # Trust in a mode's numbers.
 MIN_STEPS = 10  # fewer timed steps than this: inconclusive

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -25,6 +25,7 @@ from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun, StopRule, longer, run_mode
 from pipediag.modes.watchdog import RunStalled, StallInfo, Stalled, Watchdog
 from pipediag.samples.gpu import GpuReader
+from pipediag.samples.selection import GpuSelection
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
 from pipediag.steps.step import BATCH_FORMATS, Observed, Step
 from pipediag.verdict.edges import Edge, straddling
@@ -97,6 +98,7 @@ def diagnose(
     clock_ns: Callable[[], int] = time.monotonic_ns,
     scale_command: str | None = None,
     stall_timeout_s: float | None = None,
+    gpus: str | Sequence[int | str] | None = None,
 ) -> Diagnosis:
     """Diagnose a tf.data pipeline feeding a training step.
 
@@ -115,6 +117,8 @@ def diagnose(
     stall_timeout_s: a batch or step that takes longer ends the run with status "stalled" (the
     modes measured before are kept); None: a deadline fitted to the slowest batch seen
     (modes.watchdog). The stuck call's thread is left behind: the CLI ends the process.
+    gpus: the GPUs to sample, NVML indices or UUIDs ("0,2"); None: those in CUDA_VISIBLE_DEVICES,
+    else every GPU (samples.selection).
     """
     if model is not None and step is not None:
         raise UsageError("give a model or a step, not both", "--model for a Keras model, --step for your own step")
@@ -131,7 +135,8 @@ def diagnose(
     started = clock_ns()
     label = label or getattr(builder, "__name__", type(builder).__name__)
     state = _Run(target=label)
-    sampler = Sampler(gpu_reader=GpuReader(nvml_lib), hz=sample_hz, clock_ns=clock_ns)
+    sampler = Sampler(gpu_reader=GpuReader(nvml_lib, gpus=GpuSelection.choose(gpus)), hz=sample_hz,
+                      clock_ns=clock_ns)
 
     progress.phase("reading the environment")
     state.environment = collect(nvml_lib=nvml_lib)

@@ -32,6 +32,7 @@ from pipediag.errors import PipediagError, UsageError
 from pipediag.modes.runner import ModeRun, StopRule, run_mode
 from pipediag.modes.watchdog import Stalled, Watchdog
 from pipediag.samples.gpu import GpuReader
+from pipediag.samples.selection import GpuSelection
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
 from pipediag.scaling import CountResult, ScaleResult, ServiceInfo
 from pipediag.service.cluster import LocalCluster, ServerInfo, Shutdown, host_cores, parse_address, probe
@@ -153,6 +154,7 @@ def scale(
     progress: Progress | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
     stall_timeout_s: float | None = None,
+    gpus: str | Sequence[int | str] | None = None,
 ) -> ScaleResult:
     """Measure the pipeline through tf.data service and plan the workers.
 
@@ -195,7 +197,8 @@ def scale(
     started = clock_ns()
     label = label or getattr(builder, "__name__", type(builder).__name__)
     state = _Run(target=label)
-    sampler = Sampler(gpu_reader=GpuReader(nvml_lib), hz=sample_hz, clock_ns=clock_ns)
+    sampler = Sampler(gpu_reader=GpuReader(nvml_lib, gpus=GpuSelection.choose(gpus)), hz=sample_hz,
+                      clock_ns=clock_ns)
     with _Interrupts() as interrupts:
         progress = _Checked(progress or SilentProgress(), interrupts)
         progress.phase("reading the environment")

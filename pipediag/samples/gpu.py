@@ -18,6 +18,7 @@ from typing import Any
 from pipediag.backends import nvml
 from pipediag.samples.gpm import GpmDevice
 from pipediag.samples.readings import GpuDevice, GpuReading
+from pipediag.samples.selection import GpuSelection
 
 _GPM_FIELDS = ("gpm_sm_active_pct", "gpm_sm_occupancy_pct", "gpm_tensor_active_pct", "gpm_dram_bw_pct",
                "gpm_fp32_active_pct", "gpm_fp16_active_pct")
@@ -36,13 +37,23 @@ class _Device:
 
 
 class GpuReader:
-    """Opens NVML once; `read()` returns one GpuReading per device, never raising."""
+    """Opens NVML once; `read()` returns one GpuReading per device the job uses, never raising.
 
-    def __init__(self, lib: Any | None = None, *, clock_s: Callable[[], float] = time.monotonic):
+    `gpus` chooses the devices (samples.selection); None reads every GPU NVML lists. Reading only
+    the job's GPUs keeps a tick short on a host of eight (a GPU without GPM pays 2 x 20 ms of PCIe
+    counters per reading) and keeps other jobs' GPUs out of the verdict.
+    """
+
+    def __init__(self, lib: Any | None = None, *, clock_s: Callable[[], float] = time.monotonic,
+                 gpus: GpuSelection | None = None):
         self._lib = lib
         self._clock_s = clock_s
+        self._selection = gpus or GpuSelection.every()
+        self._resolved: tuple[int, ...] = ()
+        self.selection_text: str | None = None  # which GPUs are read and why, once opened
         self._session: nvml.NvmlSession | None = None
-        self._devices: list[_Device] = []
+        self._devices: list[_Device] = []  # the devices read now
+        self._opened: list[_Device] = []  # every device opened, for close()
         self._never: set[str] = set()  # metrics NVML said it will never give
         self.devices: tuple[GpuDevice, ...] = ()
         self.driver_version: str | None = None
@@ -64,14 +75,35 @@ class GpuReader:
         self.unavailable_reason = None
         driver = session.query("nvmlSystemGetDriverVersion")
         self.driver_version = nvml.to_text(driver) if nvml.is_available(driver) else None
-        devices = []
+        handles: dict[int, tuple[Any, str | None]] = {}
         for index in range(session.query("nvmlDeviceGetCount")):
             handle = session.query("nvmlDeviceGetHandleByIndex", index)
             if not nvml.is_available(handle):
                 self.metric_reasons.setdefault("device", handle.reason)
                 continue
+            uuid = session.query("nvmlDeviceGetUUID", handle)
+            handles[index] = (handle, nvml.to_text(uuid) if nvml.is_available(uuid) else None)
+        chosen, unmatched = self._selection.resolve([(i, u) for i, (_, u) in handles.items()])
+        if unmatched:
+            self.metric_reasons.setdefault("device", unmatched)
+        self._resolved = chosen
+        self.selection_text = self._selection.describe(chosen)
+        if not chosen:
+            self.unavailable_reason = (unmatched or f"{self._selection.source} names no GPU") + \
+                ": the job uses no GPU that NVML can read"
+            self._session = None
+            session.close()
+            return self
+        self._open_devices([(i, *handles[i]) for i in chosen])
+        return self
+
+    def _open_devices(self, chosen: list[tuple[int, Any, str | None]]) -> None:
+        session = self._session
+        devices = []
+        for index, handle, uuid in chosen:
             device = _Device(index, handle)
             self._devices.append(device)
+            self._opened.append(device)
             name = session.query("nvmlDeviceGetName", handle)
             memory = session.query("nvmlDeviceGetMemoryInfo", handle)
             devices.append(
@@ -79,12 +111,30 @@ class GpuReader:
                     index=index,
                     name=nvml.to_text(name) if nvml.is_available(name) else "unknown GPU",
                     memory_total_bytes=int(memory.total) if nvml.is_available(memory) else None,
+                    uuid=uuid,
                 )
             )
             self._prime_util_samples(device)
             self._open_gpm(device)
         self.devices = tuple(devices)
-        return self
+
+    def narrow(self, ordinals: tuple[int, ...]) -> None:
+        """Read only the framework's devices from now on: `ordinals` count within the GPUs read so far
+        (0 = the first visible one, as CUDA and the frameworks number them). Ordinals out of range are
+        ignored; an empty choice, or one that leaves nothing, changes nothing."""
+        if self._session is None or not ordinals:
+            return
+        selection = self._selection.narrowed(ordinals, self._resolved)
+        keep = {int(e) for e in selection.entries or ()}
+        if not keep or keep == set(self._resolved):
+            return
+        # A new list, not an edit: the sampler thread may be iterating the old one. The dropped
+        # devices' GPM samples are freed in close(), with the others.
+        self._devices = [d for d in self._devices if d.index in keep]
+        self.devices = tuple(d for d in self.devices if d.index in keep)
+        self._resolved = tuple(i for i in self._resolved if i in keep)
+        self._selection = selection
+        self.selection_text = selection.describe(self._resolved)
 
     @property
     def available(self) -> bool:
@@ -249,7 +299,7 @@ class GpuReader:
         )
 
     def close(self) -> None:
-        for device in self._devices:
+        for device in self._opened:
             if device.gpm is not None:
                 device.gpm.close()
                 device.gpm = None

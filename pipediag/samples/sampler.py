@@ -94,6 +94,7 @@ class Sampler:
             gpu_metric_reasons=dict(self.gpu_reader.metric_reasons),
             dropped_samples=dropped,
             gpu_metrics=dict(self.gpu_reader.metrics),
+            gpu_selection=self.gpu_reader.selection_text,
         )
 
     def __enter__(self) -> Sampler:

@@ -28,6 +28,7 @@ from pipediag.samples.gpu import GpuReader
 from pipediag.samples.selection import GpuSelection
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
 from pipediag.steps.step import BATCH_FORMATS, Observed, Step
+from pipediag.verdict.devices import with_device_lines
 from pipediag.verdict.edges import Edge, straddling
 from pipediag.verdict.rules import classify_cpu, decide, nothing_left_to_change
 
@@ -411,6 +412,7 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
         verdict = nothing_left_to_change(
             verdict, [(c.kind, c.stage, c.reason) for c in state.tuning if not c.applied],
             None if state.candidates is None else len(state.candidates))
+        verdict = with_device_lines(verdict, summaries)
         ablation = _ablation(state, summaries)
         recommendation = recommend(
             verdict, summaries, list(state.tuning), ablation=ablation,

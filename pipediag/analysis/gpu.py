@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipediag.samples.readings import GpuReading, Sample, SampleLog
+from pipediag.samples.selection import SOURCE_ALL, SOURCE_PROCESS
 from pipediag.stats import batch_means_ci
 
 UTIL_FROM_DRIVER_SAMPLES = "driver_samples"  # nvmlDeviceGetSamples
@@ -111,9 +112,29 @@ def _field(readings: list[GpuReading], name: str) -> list[float]:
     return [getattr(r, name) for r in readings if getattr(r, name) is not None]
 
 
+def job_gpus(log: SampleLog) -> tuple[tuple[int, ...], str | None]:
+    """The NVML indices of the GPUs the job used, in the order chosen, and a line saying which and why.
+
+    When nothing chose them (no --gpus, no CUDA_VISIBLE_DEVICES: every GPU was read), the GPUs NVML
+    lists this process on, at any sample: a shared host's other GPUs are other jobs'. A framework
+    opens a context on each device it sets up (TensorFlow and JAX on every visible GPU, PyTorch on
+    those it touches), so a GPU the job set up but gave no work stays, and is told as idle. When
+    NVML never lists this process (a container whose pids it does not see), every GPU stays."""
+    order = [d.index for d in log.gpu_devices] or sorted({g.index for s in log.samples for g in s.gpus})
+    if log.gpu_selected_by != SOURCE_ALL or len(order) < 2:
+        return tuple(order), log.gpu_selection
+    mine = {g.index for s in log.samples for g in s.gpus if g.process_memory_bytes is not None}
+    if not mine or mine >= set(order):
+        return tuple(order), log.gpu_selection
+    kept = tuple(i for i in order if i in mine)
+    names = ", ".join(str(i) for i in kept)
+    return kept, (f"GPU{'s' if len(kept) > 1 else ''} {names} ({SOURCE_PROCESS}, of the {len(order)} it lists; "
+                  "no --gpus or CUDA_VISIBLE_DEVICES chose)")
+
+
 def gpu_windows(samples: tuple[Sample, ...], log: SampleLog) -> tuple[GpuWindow, ...]:
     """Every GPU the job used over the window, in the order they were chosen; () without GPU data."""
-    order = [d.index for d in log.gpu_devices] or sorted({g.index for s in samples for g in s.gpus})
+    order, _ = job_gpus(log)
     seen = {g.index for s in samples for g in s.gpus}
     windows = (gpu_window(samples, log, index) for index in order if index in seen)
     return tuple(w for w in windows if w is not None)

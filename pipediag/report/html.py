@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 
+from pipediag.analysis.gpu import job_gpus
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 from pipediag.report import charts
 from pipediag.report.terminal import from_fit, handover_text, new_shape_text
@@ -206,7 +207,7 @@ def gpus_section(d: Diagnosis) -> str | None:
             tds = "".join(f'<td class="left">{escape(c)}</td>' if i == 1 else f"<td>{escape(c)}</td>"
                           for i, c in enumerate(cells))
             body.append(f'<tr><td class="left">{escape(name) if k == 0 else ""}</td>{tds}</tr>')
-    caption = (f"{d.samples.gpu_selection or 'The GPUs sampled'}. busy: NVML utilization (a kernel ran); SM act, "
+    caption = (f"{job_gpus(d.samples)[1] or 'The GPUs sampled'}. busy: NVML utilization (a kernel ran); SM act, "
                "tensor, DRAM bw: GPM, how much of the chip worked. The Modes table's GPU column is their mean.")
     return (f'<h2>GPUs</h2><table id="gpus">{head}<tbody>{"".join(body)}</tbody></table>'
             f'<p class="note">{escape(caption)}</p>')

@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from pipediag.analysis.gpu import METRIC_LABELS, metrics_seen
+from pipediag.analysis.gpu import METRIC_LABELS, job_gpus, metrics_seen
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 
 _VERDICT_STYLE = {"input": "bold yellow", "compute": "bold green", "memory": "bold red", "host": "bold magenta",
@@ -152,7 +152,7 @@ def gpu_table(d: Diagnosis) -> Table | None:
             table.add_row(*cells)
     notes = _gpu_notes([m for _, m in rows])
     if several:
-        notes.insert(0, f"{d.samples.gpu_selection or 'the GPUs sampled'}; the Modes table's GPU column is "
+        notes.insert(0, f"{job_gpus(d.samples)[1] or 'the GPUs sampled'}; the Modes table's GPU column is "
                         "their mean; peak: the mode's, on its first row")
     table.caption = "\n".join(notes)
     table.caption_justify = "left"

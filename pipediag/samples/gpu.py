@@ -51,9 +51,9 @@ class GpuReader:
         self._selection = gpus or GpuSelection.every()
         self._resolved: tuple[int, ...] = ()
         self.selection_text: str | None = None  # which GPUs are read and why, once opened
+        self.selected_by = self._selection.source
         self._session: nvml.NvmlSession | None = None
-        self._devices: list[_Device] = []  # the devices read now
-        self._opened: list[_Device] = []  # every device opened, for close()
+        self._devices: list[_Device] = []
         self._never: set[str] = set()  # metrics NVML said it will never give
         self.devices: tuple[GpuDevice, ...] = ()
         self.driver_version: str | None = None
@@ -103,7 +103,6 @@ class GpuReader:
         for index, handle, uuid in chosen:
             device = _Device(index, handle)
             self._devices.append(device)
-            self._opened.append(device)
             name = session.query("nvmlDeviceGetName", handle)
             memory = session.query("nvmlDeviceGetMemoryInfo", handle)
             devices.append(
@@ -117,24 +116,6 @@ class GpuReader:
             self._prime_util_samples(device)
             self._open_gpm(device)
         self.devices = tuple(devices)
-
-    def narrow(self, ordinals: tuple[int, ...]) -> None:
-        """Read only the framework's devices from now on: `ordinals` count within the GPUs read so far
-        (0 = the first visible one, as CUDA and the frameworks number them). Ordinals out of range are
-        ignored; an empty choice, or one that leaves nothing, changes nothing."""
-        if self._session is None or not ordinals:
-            return
-        selection = self._selection.narrowed(ordinals, self._resolved)
-        keep = {int(e) for e in selection.entries or ()}
-        if not keep or keep == set(self._resolved):
-            return
-        # A new list, not an edit: the sampler thread may be iterating the old one. The dropped
-        # devices' GPM samples are freed in close(), with the others.
-        self._devices = [d for d in self._devices if d.index in keep]
-        self.devices = tuple(d for d in self.devices if d.index in keep)
-        self._resolved = tuple(i for i in self._resolved if i in keep)
-        self._selection = selection
-        self.selection_text = selection.describe(self._resolved)
 
     @property
     def available(self) -> bool:
@@ -299,7 +280,7 @@ class GpuReader:
         )
 
     def close(self) -> None:
-        for device in self._opened:
+        for device in self._devices:
             if device.gpm is not None:
                 device.gpm.close()
                 device.gpm = None

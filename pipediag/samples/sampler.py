@@ -95,6 +95,7 @@ class Sampler:
             dropped_samples=dropped,
             gpu_metrics=dict(self.gpu_reader.metrics),
             gpu_selection=self.gpu_reader.selection_text,
+            gpu_selected_by=self.gpu_reader.selected_by if self.gpu_reader.selection_text else None,
         )
 
     def __enter__(self) -> Sampler:

@@ -2,9 +2,9 @@
 
 In order: an explicit choice (`--gpus 0,2` or UUIDs), else `CUDA_VISIBLE_DEVICES` (what every CUDA
 framework in the process can see), else every GPU NVML lists. Entries are NVML indices or UUIDs
-(`GPU-…`, a unique prefix is enough, as CUDA accepts). A framework that then uses only some of the
-visible devices (a mesh over two of four) narrows the choice with `narrowed()`, by its own device
-ordinals, which count within the visible list as CUDA does.
+(`GPU-…`, a unique prefix is enough, as CUDA accepts). When nothing chose (every GPU is read), the
+analysis keeps the GPUs NVML lists this process on (analysis.gpu.job_gpus): the others are other
+jobs'. A GPU the job was given but does not use is kept, to be told as idle.
 
 NVML numbers GPUs in PCI bus order; CUDA, by default, fastest first. On a host of identical GPUs the
 two orders agree; on a mixed host an index in CUDA_VISIBLE_DEVICES may name another GPU than NVML's
@@ -22,7 +22,7 @@ from pipediag.errors import UsageError
 SOURCE_EXPLICIT = "--gpus"
 SOURCE_CUDA = "CUDA_VISIBLE_DEVICES"
 SOURCE_ALL = "every GPU NVML lists"
-SOURCE_FRAMEWORK = "the framework's devices"
+SOURCE_PROCESS = "those NVML lists this process on"
 
 
 @dataclass(frozen=True)
@@ -72,11 +72,6 @@ class GpuSelection:
         known = ", ".join(f"{i}" + (f" ({u})" if u else "") for i, u in devices) or "none"
         return tuple(chosen), (f"{self.source} names {', '.join(unmatched)}, which matches no GPU NVML lists "
                                f"(indices and UUIDs: {known})")
-
-    def narrowed(self, ordinals: Sequence[int], resolved: Sequence[int]) -> GpuSelection:
-        """The framework's device ordinals (0 = the first visible GPU) as a selection of NVML indices."""
-        picked = tuple(str(resolved[k]) for k in ordinals if 0 <= k < len(resolved))
-        return GpuSelection(picked, SOURCE_FRAMEWORK)
 
     def describe(self, resolved: Sequence[int]) -> str:
         """One line: which GPUs, and why those (e.g. "GPUs 0, 2 (CUDA_VISIBLE_DEVICES)")."""

@@ -266,18 +266,6 @@ def test_reader_reads_only_the_chosen_gpus_with_their_uuids():
     reader.close()
 
 
-def test_reader_narrows_to_the_frameworks_devices_and_frees_every_gpm_sample():
-    from pipediag.samples.selection import GpuSelection
-
-    fake = FakeNvml([FakeGpu() for _ in range(4)])
-    reader = GpuReader(fake, gpus=GpuSelection.every()).open()
-    reader.narrow((0, 2))
-    assert [r.index for r in reader.read()] == [0, 2]
-    assert reader.selection_text == "GPUs 0, 2 (the framework's devices)"
-    reader.close()
-    assert fake.gpm_allocated == fake.gpm_freed  # the dropped GPUs' GPM samples too
-
-
 def test_no_gpu_chosen_is_no_gpu_data_with_the_reason():
     from pipediag.samples.selection import GpuSelection
 

@@ -53,8 +53,7 @@ def test_an_empty_explicit_choice_is_a_usage_error_with_a_hint():
     assert "--gpus 0,1" in error.value.hint
 
 
-def test_framework_ordinals_count_within_the_visible_gpus():
-    chosen = GpuSelection.choose(None, environ={"CUDA_VISIBLE_DEVICES": "2,3"})
-    narrowed = chosen.narrowed((1,), chosen.resolve(DEVICES)[0])
-    assert narrowed.resolve(DEVICES) == ((3,), None)  # the framework's GPU 1 is NVML's GPU 3
-    assert chosen.describe((2, 3)) == f"GPUs 2, 3 ({SOURCE_CUDA})"
+def test_the_line_says_which_and_why():
+    assert GpuSelection.choose(None, environ={"CUDA_VISIBLE_DEVICES": "2,3"}).describe((2, 3)) == \
+        f"GPUs 2, 3 ({SOURCE_CUDA})"
+    assert GpuSelection.choose("1", environ={}).describe((1,)) == f"GPU 1 ({SOURCE_EXPLICIT})"

@@ -1,6 +1,12 @@
-"""Evidence lines of their own for a job on several GPUs: an idle device and a straggler.
+"""Evidence lines of their own for a job on several devices: how many the pipeline can feed, an
+idle GPU and a straggler.
 
-Both compare each GPU's NVML utilization over a mode with the other GPUs' in the same window, and
+Feeding N devices: a step that runs on N devices (steps.placement: where its results live, or its
+strategy's replicas) takes, with free input on every device (synthetic mode), N x one device's
+appetite; the pipeline alone (input_only) delivers some share of that, which times N is how many
+devices it keeps fed (the interval of the two rates' ratio, times N).
+
+The idle and straggler lines compare each GPU's NVML utilization over a mode with the other GPUs' in the same window, and
 both need each reading's 95% interval (batch means: analysis.gpu), so that the spread of a short
 window cannot make one: a GPU is only called out when its interval and the others' stay apart.
 
@@ -22,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from pipediag.analysis.gpu import GpuWindow
-from pipediag.analysis.modes import ModeSummary
+from pipediag.analysis.modes import ModeSummary, rate_ratio
 
 IDLE_BUSY_PCT = 5.0  # a GPU whose busy interval stays under this ran (almost) no kernel
 PEER_BUSY_PCT = 20.0  # ... while another GPU's interval stayed above this: the job was working
@@ -131,9 +137,41 @@ def device_lines(modes: Mapping[str, ModeSummary | None]) -> tuple[tuple[str, ..
     return tuple(lines), {k: v for k, v in facts.items() if v}
 
 
-def with_device_lines(verdict, modes: Mapping[str, ModeSummary | None]):
-    """The verdict with the device lines appended to its evidence and their facts added."""
+def feeding_line(modes: Mapping[str, ModeSummary | None], devices: tuple[str, ...]) -> tuple[str | None, dict]:
+    """For a step on N devices: what they take together with free input (synthetic mode: every
+    device fed at once, so its rate is N x one device's appetite), and how many of them the pipeline
+    alone (input_only) could keep fed, with the interval of that ratio. (None, {}) for one device,
+    or without the two rates."""
+    n = len(devices)
+    synthetic, input_only = modes.get("synthetic"), modes.get("input_only")
+    if n < 2 or synthetic is None or not synthetic.batches_per_sec:
+        return None, {}
+    take = synthetic.batches_per_sec
+    names = devices[0] + "–" + devices[-1] if n > 2 else " and ".join(devices)
+    text = (f"the step ran on {n} devices ({names}): with free input they take {take:.1f} global batches/s "
+            f"together, {take / n:.1f}/s per device's share (1/{n} of each batch)")
+    share = rate_ratio(input_only, synthetic)
+    if share is None:
+        return text, {"devices": n}
+    fed = share.value * n
+    interval = f"95% {share.low * n:.1f}–{share.high * n:.1f}" if share.low is not None else None
+    spread = f" ({interval})" if interval else ""
+    delivers = f"; the pipeline alone delivers {input_only.batches_per_sec:.1f}/s, {share.value:.2f}x that"
+    if share.clearly_above_one or (share.low is None and share.value >= 1.0):
+        text += f"{delivers}: enough for all {n}; it would keep {fed:.1f} such devices fed{spread}"
+    elif share.clearly_below_one or share.low is None:
+        text += f"{delivers}: enough for {fed:.1f} of the {n} devices{spread}"
+    else:
+        text += f"{delivers}: about what the {n} devices take ({fed:.1f} of them, {interval})"
+    return text, {"devices": n, "devices_fed": fed}
+
+
+def with_device_lines(verdict, modes: Mapping[str, ModeSummary | None], devices: tuple[str, ...] = ()):
+    """The verdict with the device lines (feeding N devices, an idle GPU, a straggler) appended to
+    its evidence and their facts added. `devices`: where the step ran (steps.placement)."""
+    feeding, feeding_facts = feeding_line(modes, devices)
     lines, facts = device_lines(modes)
+    lines = ((feeding,) if feeding else ()) + lines
     if not lines:
         return verdict
-    return replace(verdict, evidence=verdict.evidence + lines, facts={**verdict.facts, **facts})
+    return replace(verdict, evidence=verdict.evidence + lines, facts={**verdict.facts, **feeding_facts, **facts})

@@ -108,3 +108,19 @@ def test_on_the_scripted_nvml_idle_and_straggler_through_the_sampler():
         "GPU 2 (GPU-fake0000-0000-0000-0000-000000000002) straggles",
     ]
     assert lines[1].endswith("the input side feeds it late")
+
+
+def test_feeding_n_devices_says_how_many_the_pipeline_keeps_fed():
+    from pipediag.verdict.devices import feeding_line
+
+    modes = {"synthetic": summary("synthetic", 40.0, rel_ci=0.02), "input_only": summary("input_only", 20.0, rel_ci=0.02)}
+    text, facts = feeding_line(modes, tuple(f"gpu:{k}" for k in range(8)))
+    assert text == ("the step ran on 8 devices (gpu:0–gpu:7): with free input they take 40.0 global batches/s "
+                    "together, 5.0/s per device's share (1/8 of each batch); the pipeline alone delivers 20.0/s, "
+                    "0.50x that: enough for 4.0 of the 8 devices (95% 3.8–4.2)")
+    assert facts == {"devices": 8, "devices_fed": 4.0}
+    plenty = {**modes, "input_only": summary("input_only", 100.0, rel_ci=0.02)}
+    assert "enough for all 8; it would keep 20.0 such devices fed" in feeding_line(plenty, tuple(f"gpu:{k}" for k in range(8)))[0]
+    near = {**modes, "input_only": summary("input_only", 39.0, rel_ci=0.1)}
+    assert "about what the 2 devices take (1.9 of them, 95% 1.7–2.2)" in feeding_line(near, ("gpu:0", "gpu:1"))[0]
+    assert feeding_line(modes, ("gpu:0",)) == (None, {})  # one device: nothing to say

@@ -49,7 +49,6 @@ class GpuReader:
         self._lib = lib
         self._clock_s = clock_s
         self._selection = gpus or GpuSelection.every()
-        self._resolved: tuple[int, ...] = ()
         self.selection_text: str | None = None  # which GPUs are read and why, once opened
         self.selected_by = self._selection.source
         self._session: nvml.NvmlSession | None = None
@@ -86,8 +85,7 @@ class GpuReader:
         chosen, unmatched = self._selection.resolve([(i, u) for i, (_, u) in handles.items()])
         if unmatched:
             self.metric_reasons.setdefault("device", unmatched)
-        self._resolved = chosen
-        self.selection_text = self._selection.describe(chosen)
+        self.selection_text = self._selection.describe(chosen) + (f"; {unmatched}" if unmatched else "")
         if not chosen:
             self.unavailable_reason = (unmatched or f"{self._selection.source} names no GPU") + \
                 ": the job uses no GPU that NVML can read"

@@ -274,3 +274,13 @@ def test_no_gpu_chosen_is_no_gpu_data_with_the_reason():
     assert not reader.available and reader.read() == ()
     assert reader.unavailable_reason.startswith("CUDA_VISIBLE_DEVICES names no GPU")
     assert fake.shutdown_count == 1
+
+
+def test_what_cuda_visible_devices_names_and_nvml_lacks_is_said_in_the_selection_line():
+    from pipediag.samples.selection import GpuSelection
+
+    reader = GpuReader(FakeNvml([FakeGpu(), FakeGpu()]),
+                       gpus=GpuSelection.choose(None, environ={"CUDA_VISIBLE_DEVICES": "1,5"})).open()
+    assert [d.index for d in reader.devices] == [1]
+    assert reader.selection_text.startswith("GPU 1 (CUDA_VISIBLE_DEVICES); CUDA_VISIBLE_DEVICES names 5, which matches")
+    reader.close()

@@ -23,3 +23,13 @@ def test_names_sort_by_kind_then_index():
 def test_the_work_ran_on_the_accelerators_when_there_are_any():
     assert accelerators(("cpu:0", "gpu:0", "gpu:1")) == ("gpu:0", "gpu:1")  # a host scalar beside them
     assert accelerators(("cpu:0", "cpu:1")) == ("cpu:0", "cpu:1")  # host devices (JAX's forced count)
+
+
+def test_the_devices_survive_the_json_round_trip():
+    import json
+
+    from pipediag.steps.step import StepInfo
+
+    info = StepInfo("user", "a mesh step", "numpy", "jax", "block_until_ready()", ("gpu:0", "gpu:1"))
+    assert StepInfo.from_dict(json.loads(json.dumps(info.to_dict()))) == info
+    assert StepInfo.from_dict({"kind": "user", "description": "saved before devices were kept"}).devices == ()

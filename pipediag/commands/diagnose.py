@@ -50,6 +50,14 @@ def add_gpus_argument(p: argparse.ArgumentParser) -> None:
                    "indices or UUIDs (default: CUDA_VISIBLE_DEVICES when set, else every GPU)")
 
 
+def check_gpus_argument(args: argparse.Namespace) -> None:
+    """A --gpus that names no GPU is a usage error before anything slow is imported."""
+    from pipediag.samples.selection import GpuSelection
+
+    if getattr(args, "gpus", None) is not None:
+        GpuSelection.choose(args.gpus)
+
+
 def add_dataset_arguments(p: argparse.ArgumentParser, command: str) -> None:
     """What builds the dataset: a TARGET, --demo, and tfds:NAME's --data-dir and --split."""
     p.add_argument("target", nargs="?", help="dataset builder: file.py:function or package.module:function; "
@@ -123,6 +131,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     check_dataset_arguments(args, "diagnose")
     check_outputs(args)
+    check_gpus_argument(args)
     builder, label = load_dataset(args)
     options = load_step_options(args)
     options.update(

@@ -17,7 +17,8 @@ from pipediag.commands.common import (
     print_and_write,
 )
 from pipediag.commands.diagnose import (
-    add_dataset_arguments, add_gpus_argument, add_target_arguments, check_dataset_arguments, load_dataset, load_step_options,
+    add_dataset_arguments, add_gpus_argument, add_target_arguments, check_dataset_arguments, check_gpus_argument,
+    load_dataset, load_step_options,
 )
 
 
@@ -92,6 +93,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     check_dataset_arguments(args, "scale")
     check_outputs(args)
+    check_gpus_argument(args)
     builder, label = load_dataset(args)
     options = load_step_options(args)
     options.update(

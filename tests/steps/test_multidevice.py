@@ -19,7 +19,7 @@ COMMON = """
 import json
 from pipediag import api
 from pipediag.modes.runner import StopRule
-RULE = StopRule(max_seconds=2.0, min_seconds=0.5, min_steps=5, warmup_steps=2)
+RULE = StopRule(max_seconds=1.0, min_seconds=0.3, min_steps=5, warmup_steps=2)
 
 def report(d, **extra):
     print(json.dumps(dict(
@@ -125,14 +125,13 @@ def test_tensorflow_mirrored_strategy_a_step_and_a_keras_model_fed_per_replica()
         with strategy.scope():
             model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4), keras.layers.Dense(1)])
             model.compile(keras.optimizers.SGD(0.001), "mse")
-        d = api.diagnose(data, model=model, modes=("synthetic", "pipeline", "input_only"), anatomy=False,
-                         stop_rule=RULE)
+        d = api.diagnose(data, model=model, modes=("synthetic", "pipeline"), anatomy=False, stop_rule=RULE)
         report(d, custom=custom, sizes=sizes, replicas=replicas, whole=whole)
     """)
     assert out["sizes"] == [3, 2] and out["replicas"] == 2 and out["whole"]
     custom = out["custom"]
     assert custom["devices"] == ["cpu:0", "cpu:1"] and all(n > 0 for n in custom["steps"].values())
     assert custom["feeding"] and custom["feeding"][0].startswith("the step ran on 2 devices (cpu:0 and cpu:1)")
-    assert out["status"] == "complete" and out["devices"] == ["cpu:0", "cpu:1"]
-    assert all(n > 0 for n in out["steps"].values())
-    assert out["feeding"] and out["facts"]["devices"] == 2
+    assert out["status"] == "complete" and out["devices"] == ["cpu:0", "cpu:1"]  # the Keras model's replicas
+    assert set(out["steps"]) == {"synthetic", "pipeline"} and all(n > 0 for n in out["steps"].values())
+    assert out["feeding"]  # without input_only: what the two devices take, not how many are fed

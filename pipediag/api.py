@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -25,8 +25,11 @@ from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun, StopRule, longer, run_mode
 from pipediag.modes.watchdog import RunStalled, StallInfo, Stalled, Watchdog
 from pipediag.samples.gpu import GpuReader
+from pipediag.samples.selection import GpuSelection
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
+from pipediag.steps.placement import accelerators
 from pipediag.steps.step import BATCH_FORMATS, Observed, Step
+from pipediag.verdict.devices import with_device_lines
 from pipediag.verdict.edges import Edge, straddling
 from pipediag.verdict.rules import classify_cpu, decide, nothing_left_to_change
 
@@ -97,6 +100,7 @@ def diagnose(
     clock_ns: Callable[[], int] = time.monotonic_ns,
     scale_command: str | None = None,
     stall_timeout_s: float | None = None,
+    gpus: str | Sequence[int | str] | None = None,
 ) -> Diagnosis:
     """Diagnose a tf.data pipeline feeding a training step.
 
@@ -115,6 +119,8 @@ def diagnose(
     stall_timeout_s: a batch or step that takes longer ends the run with status "stalled" (the
     modes measured before are kept); None: a deadline fitted to the slowest batch seen
     (modes.watchdog). The stuck call's thread is left behind: the CLI ends the process.
+    gpus: the GPUs to sample, NVML indices or UUIDs ("0,2"); None: those in CUDA_VISIBLE_DEVICES,
+    else every GPU (samples.selection).
     """
     if model is not None and step is not None:
         raise UsageError("give a model or a step, not both", "--model for a Keras model, --step for your own step")
@@ -131,7 +137,8 @@ def diagnose(
     started = clock_ns()
     label = label or getattr(builder, "__name__", type(builder).__name__)
     state = _Run(target=label)
-    sampler = Sampler(gpu_reader=GpuReader(nvml_lib), hz=sample_hz, clock_ns=clock_ns)
+    sampler = Sampler(gpu_reader=GpuReader(nvml_lib, gpus=GpuSelection.choose(gpus)), hz=sample_hz,
+                      clock_ns=clock_ns)
 
     progress.phase("reading the environment")
     state.environment = collect(nvml_lib=nvml_lib)
@@ -206,6 +213,22 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     memory = DeviceMemory(lambda: _observed(the_step).framework)
     feeds: dict[str, BatchFeed] = {}  # kept after their modes for their first batches
 
+    def step_feed(data) -> BatchFeed:
+        """The batches of `data` as the step takes them: per replica under a tf.distribute strategy."""
+        if the_step.strategy is not None:
+            from pipediag.modes.distributed import DistributedFeed
+
+            return DistributedFeed(data, the_step.strategy)
+        return BatchFeed(data, the_step.info.batch_format)
+
+    def free_input():
+        """Synthetic mode's one batch, handed out forever (on every replica's device under a strategy)."""
+        if the_step.strategy is not None:
+            from pipediag.modes.distributed import distributed_constant
+
+            return distributed_constant(first_batch, the_step.strategy)
+        return constant_feed(first_batch, the_step.info.batch_format)
+
     def run(name: str, next_batch, with_step: bool, mode_rule: StopRule | None = None, record: bool = True,
             **kw) -> ModeRun:
         progress.phase(f"{name} mode")
@@ -244,8 +267,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
 
     hideable: dict[str, int | None] = {}  # the device work a fetch can hide behind, from synthetic mode
     settled = Settled(clock_ns, max_seconds=WARMUP_CAP_FACTOR * rule.max_seconds)
-    synthetic = run("synthetic", constant_feed(first_batch, the_step.info.batch_format), True, first_step_is_compile=True,
-                    warmup_until=settled)
+    synthetic = run("synthetic", free_input(), True, first_step_is_compile=True, warmup_until=settled)
     if settled.note():
         state.notes.append(settled.note())
     if synthetic.block_ns:
@@ -254,7 +276,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     if oom:
         state.notes.append("the step ran out of memory with free input: pipeline and tuned modes were skipped")
     if not oom:
-        feeds["pipeline"] = BatchFeed(dataset, the_step.info.batch_format)
+        feeds["pipeline"] = step_feed(dataset)
         run("pipeline", feeds["pipeline"], True)
     if "input_only" in modes:
         feeds["input_only"] = BatchFeed(dataset, the_step.info.batch_format)
@@ -280,8 +302,8 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         # A verdict reading sat within its run-to-run spread of its threshold: measure the two
         # modes it compares again, back to back and longer, rather than decide on a coin toss.
         longer_rule = longer(rule)
-        run("synthetic", constant_feed(first_batch, the_step.info.batch_format), True, mode_rule=longer_rule)
-        feeds["pipeline"] = BatchFeed(dataset, the_step.info.batch_format)
+        run("synthetic", free_input(), True, mode_rule=longer_rule)
+        feeds["pipeline"] = step_feed(dataset)
         run("pipeline", feeds["pipeline"], True, mode_rule=longer_rule)
         state.notes.append(
             "a verdict reading sat within its spread of its threshold ("
@@ -308,7 +330,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         reference = Reference(feeds["pipeline"].firsts or [first_batch], deterministic, why_random)
 
         def run_variant(name: str, variant, variant_rule: StopRule):
-            feed = BatchFeed(variant, the_step.info.batch_format)
+            feed = step_feed(variant)
             result = run(name, feed, True, mode_rule=variant_rule, record=name == "tuned")  # closes the feed
             return result, feed.firsts
 
@@ -366,7 +388,8 @@ def _step_info(step: Step | None, framework: str | None = None):
     seen = _observed(step)
     if step.observed is None:
         return step.info
-    return replace(step.info, framework=seen.framework or framework, sync=seen.sync)
+    return replace(step.info, framework=seen.framework or framework, sync=seen.sync,
+                   devices=step.info.devices or seen.devices)
 
 
 def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
@@ -411,6 +434,8 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
         verdict = nothing_left_to_change(
             verdict, [(c.kind, c.stage, c.reason) for c in state.tuning if not c.applied],
             None if state.candidates is None else len(state.candidates))
+        step_info = _step_info(state.step, framework)
+        verdict = with_device_lines(verdict, summaries, accelerators(step_info.devices) if step_info else ())
         ablation = _ablation(state, summaries)
         recommendation = recommend(
             verdict, summaries, list(state.tuning), ablation=ablation,

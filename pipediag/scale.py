@@ -32,6 +32,7 @@ from pipediag.errors import PipediagError, UsageError
 from pipediag.modes.runner import ModeRun, StopRule, run_mode
 from pipediag.modes.watchdog import Stalled, Watchdog
 from pipediag.samples.gpu import GpuReader
+from pipediag.samples.selection import GpuSelection
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
 from pipediag.scaling import CountResult, ScaleResult, ServiceInfo
 from pipediag.service.cluster import LocalCluster, ServerInfo, Shutdown, host_cores, parse_address, probe
@@ -153,6 +154,7 @@ def scale(
     progress: Progress | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
     stall_timeout_s: float | None = None,
+    gpus: str | Sequence[int | str] | None = None,
 ) -> ScaleResult:
     """Measure the pipeline through tf.data service and plan the workers.
 
@@ -195,7 +197,8 @@ def scale(
     started = clock_ns()
     label = label or getattr(builder, "__name__", type(builder).__name__)
     state = _Run(target=label)
-    sampler = Sampler(gpu_reader=GpuReader(nvml_lib), hz=sample_hz, clock_ns=clock_ns)
+    sampler = Sampler(gpu_reader=GpuReader(nvml_lib, gpus=GpuSelection.choose(gpus)), hz=sample_hz,
+                      clock_ns=clock_ns)
     with _Interrupts() as interrupts:
         progress = _Checked(progress or SilentProgress(), interrupts)
         progress.phase("reading the environment")
@@ -350,10 +353,15 @@ class _Measure:
 
         from pipediag.modes.warmup import WARMUP_CAP_FACTOR, Settled
 
+        if self.step.strategy is not None:  # every replica's slice held on its device (modes.distributed)
+            from pipediag.modes.distributed import distributed_constant
+
+            free = distributed_constant(self.first_batch, self.step.strategy)
+        else:
+            free = constant_feed(self.first_batch, self.batch_format)
         settled = Settled(self.clock_ns, max_seconds=WARMUP_CAP_FACTOR * self.rule.max_seconds)
-        self.state.runs["synthetic"] = self._run(
-            "synthetic", "synthetic", constant_feed(self.first_batch, self.batch_format), True, first_step_is_compile=True,
-            warmup_until=settled)
+        self.state.runs["synthetic"] = self._run("synthetic", "synthetic", free, True, first_step_is_compile=True,
+                                                 warmup_until=settled)
         if self.state.runs["synthetic"].stop_reason == "out_of_memory":
             raise UsageError("the step ran out of memory with free input at this batch size",
                              "run pipediag diagnose first; a step that does not fit cannot be fed by any service")
@@ -476,11 +484,7 @@ def _conclude(state: _Run, log, rule: StopRule, cores: list[int], worker_cores: 
     if compute_rate is not None:
         compute, source = RateEstimate(compute_rate), f"{compute_rate:g} batches/s per accelerator, as given (--compute-rate)"
     else:
-        compute = synthetic
-        gpu = _step_on_gpu(state)
-        source = ("the step with free input (synthetic mode) on this host's GPU" if gpu else
-                  "the step with free input (synthetic mode) on this host's CPU: there is no accelerator here, "
-                  "so give --compute-rate with your accelerator's rate (synthetic mode of pipediag diagnose there)")
+        compute, source = _per_device_appetite(state, synthetic)
     plan = overhead = None
     if synthetic is not None or compute_rate is not None:
         plan = plan_capacity(
@@ -545,6 +549,29 @@ def _conclude(state: _Run, log, rule: StopRule, cores: list[int], worker_cores: 
         notes=tuple(state.notes),
         elapsed_s=elapsed_s,
     )
+
+
+def _per_device_appetite(state: _Run, synthetic: RateEstimate | None) -> tuple[RateEstimate | None, str]:
+    """One accelerator's rate, from the step with free input (synthetic mode). A step that ran on N
+    devices (steps.placement) took N devices' worth of global batches, each device 1/N of each batch:
+    one device's appetite is that rate / N, in the same global batches, and the plan's demand for A
+    accelerators is A times it."""
+    from pipediag.steps.placement import accelerators
+
+    gpu = _step_on_gpu(state)
+    devices = accelerators(state.step.described().devices) if state.step is not None else ()
+    n = len(devices)
+    if synthetic is None or n < 2:
+        return synthetic, ("the step with free input (synthetic mode) on this host's GPU" if gpu else
+                           "the step with free input (synthetic mode) on this host's CPU: there is no accelerator "
+                           "here, so give --compute-rate with your accelerator's rate (synthetic mode of pipediag "
+                           "diagnose there)")
+    names = f"{devices[0]}–{devices[-1]}" if n > 2 else " and ".join(devices)
+    where = (f"on this host's {n} GPUs ({names})" if gpu else
+             f"on {n} host devices ({names}), not accelerators: give --compute-rate with your accelerator's rate")
+    return synthetic.scaled(1.0 / n), (f"the step with free input (synthetic mode) {where}: "
+                                       f"{synthetic.batches_per_sec:.1f} global batches/s together, / {n} = one "
+                                       "device's appetite")
 
 
 def _step_on_gpu(state: _Run) -> bool:

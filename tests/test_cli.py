@@ -158,3 +158,10 @@ def test_env_lists_tensorflow_and_gpu_state(tmp_path):
     data = json.loads(out.read_text())
     assert data["tensorflow_version"] and data["cpu_logical"] >= 1
     assert data["gpus"] == [] and data["gpu_unavailable_reason"]
+
+
+def test_gpus_that_name_no_gpu_are_a_usage_error_before_anything_runs():
+    result = pipediag("diagnose", "--demo", "--gpus", " , ")
+    assert result.returncode == 2
+    assert "--gpus names no GPU" in result.stderr and "HINT: give NVML indices or UUIDs" in result.stderr
+    assert "--gpus" in pipediag("diagnose", "--help").stdout

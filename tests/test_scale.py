@@ -132,3 +132,25 @@ def test_a_jax_or_torch_step_counts_as_on_the_gpu_when_nvml_sees_one(framework, 
     env = collect(with_tensorflow=False, nvml_lib=FakeNvml([FakeGpu() for _ in range(gpus)]))
     step = Step(run=lambda b: None, info=StepInfo("user", "s"), observed=lambda: Observed(framework, None))
     assert _step_on_gpu(_Run("t", environment=env, step=step)) is on_gpu
+
+
+def test_the_plan_takes_one_devices_appetite_from_a_step_on_several():
+    from pipediag.analysis.capacity import RateEstimate, plan_capacity
+    from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
+    from pipediag.environment import collect
+    from pipediag.scale import _per_device_appetite, _Run
+    from pipediag.steps.step import Observed, Step, StepInfo
+
+    env = collect(with_tensorflow=False, nvml_lib=FakeNvml([FakeGpu() for _ in range(4)]))
+    devices = ("cpu:0", "gpu:0", "gpu:1", "gpu:2", "gpu:3")  # a host scalar beside the four GPUs' results
+    step = Step(run=lambda b: None, info=StepInfo("user", "s"), observed=lambda: Observed("jax", None, devices))
+    compute, source = _per_device_appetite(_Run("t", environment=env, step=step), RateEstimate(200.0, 190.0, 210.0))
+    assert compute == RateEstimate(50.0, 47.5, 52.5)
+    assert source.startswith("the step with free input (synthetic mode) on this host's 4 GPUs (gpu:0–gpu:3): "
+                             "200.0 global batches/s together, / 4 = one device's appetite")
+    plan = plan_capacity(compute=compute, compute_source=source, local=RateEstimate(300.0, 290.0, 310.0), counts=[],
+                         transfer=None, accelerators=(1, 8), worker_cores=1, host_cores=16)
+    assert [p.demand_batches_per_sec for p in plan.accelerators] == [50.0, 400.0]
+    assert [p.local_keeps_up for p in plan.accelerators] == [True, False]
+    one = Step(run=lambda b: None, info=StepInfo("user", "s"), observed=lambda: Observed("jax", None, ("gpu:0",)))
+    assert _per_device_appetite(_Run("t", environment=env, step=one), RateEstimate(200.0))[0] == RateEstimate(200.0)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipediag.samples.readings import GpuReading, Sample, SampleLog
+from pipediag.samples.selection import SOURCE_ALL, SOURCE_PROCESS
 from pipediag.stats import batch_means_ci
 
 UTIL_FROM_DRIVER_SAMPLES = "driver_samples"  # nvmlDeviceGetSamples
@@ -63,7 +64,7 @@ class Gpm:
 
 @dataclass(frozen=True)
 class GpuWindow:
-    """The first GPU over one mode's window."""
+    """One GPU over one mode's window."""
 
     util_pct: float | None
     util_source: str | None  # driver_samples | utilization_rates
@@ -77,6 +78,8 @@ class GpuWindow:
     gpm: Gpm | None
     gpm_reason: str | None  # why gpm is None
     util_pct_ci: tuple[float, float] | None = None  # 95%, batch means of the readings; None: too few
+    index: int | None = None  # NVML's index of the GPU (None in reports saved before it was kept)
+    uuid: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -99,19 +102,52 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _first_gpu(samples: tuple[Sample, ...]) -> list[GpuReading]:
-    return [s.gpus[0] for s in samples if s.gpus]
+def _readings(samples: tuple[Sample, ...], index: int | None) -> list[GpuReading]:
+    if index is None:
+        return [s.gpus[0] for s in samples if s.gpus]
+    return [g for s in samples for g in s.gpus if g.index == index]
 
 
 def _field(readings: list[GpuReading], name: str) -> list[float]:
     return [getattr(r, name) for r in readings if getattr(r, name) is not None]
 
 
-def gpu_window(samples: tuple[Sample, ...], log: SampleLog) -> GpuWindow | None:
-    """None when there was no GPU data at all (no NVML, no GPU, or no sample in the window)."""
-    readings = _first_gpu(samples)
+def job_gpus(log: SampleLog) -> tuple[tuple[int, ...], str | None]:
+    """The NVML indices of the GPUs the job used, in the order chosen, and a line saying which and why.
+
+    When nothing chose them (no --gpus, no CUDA_VISIBLE_DEVICES: every GPU was read), the GPUs NVML
+    lists this process on, at any sample: a shared host's other GPUs are other jobs'. A framework
+    opens a context on each device it sets up (TensorFlow and JAX on every visible GPU, PyTorch on
+    those it touches), so a GPU the job set up but gave no work stays, and is told as idle. When
+    NVML never lists this process (a container whose pids it does not see), every GPU stays."""
+    order = [d.index for d in log.gpu_devices] or sorted({g.index for s in log.samples for g in s.gpus})
+    if log.gpu_selected_by != SOURCE_ALL or len(order) < 2:
+        return tuple(order), log.gpu_selection
+    mine = {g.index for s in log.samples for g in s.gpus if g.process_memory_bytes is not None}
+    if not mine or mine >= set(order):
+        return tuple(order), log.gpu_selection
+    kept = tuple(i for i in order if i in mine)
+    names = ", ".join(str(i) for i in kept)
+    return kept, (f"GPU{'s' if len(kept) > 1 else ''} {names} ({SOURCE_PROCESS}, of the {len(order)} it lists; "
+                  "no --gpus or CUDA_VISIBLE_DEVICES chose)")
+
+
+def gpu_windows(samples: tuple[Sample, ...], log: SampleLog) -> tuple[GpuWindow, ...]:
+    """Every GPU the job used over the window, in the order they were chosen; () without GPU data."""
+    order, _ = job_gpus(log)
+    seen = {g.index for s in samples for g in s.gpus}
+    windows = (gpu_window(samples, log, index) for index in order if index in seen)
+    return tuple(w for w in windows if w is not None)
+
+
+def gpu_window(samples: tuple[Sample, ...], log: SampleLog, index: int | None = None) -> GpuWindow | None:
+    """GPU `index` (None: the first GPU of each sample) over the window. None when there was no
+    GPU data at all (no NVML, no GPU, or no sample in the window)."""
+    readings = _readings(samples, index)
     if not readings:
         return None
+    index = readings[0].index
+    uuid = next((d.uuid for d in log.gpu_devices if d.index == index), None)
     driver = [v for r in readings if r.util_samples_pct for v in r.util_samples_pct]
     rates = _field(readings, "util_pct")
     if driver:
@@ -150,6 +186,8 @@ def gpu_window(samples: tuple[Sample, ...], log: SampleLog) -> GpuWindow | None:
         gpm=gpm,
         gpm_reason=gpm_reason,
         util_pct_ci=util_ci,
+        index=index,
+        uuid=uuid,
     )
 
 

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipediag import stats
-from pipediag.analysis.gpu import GpuWindow, PeakMemory, gpu_window, peak_memory
+from pipediag.analysis.gpu import GpuWindow, PeakMemory, gpu_windows, peak_memory
 from pipediag.analysis.waiting import CpuWhileWaiting, cpu_while_waiting
 from pipediag.modes.runner import ErrorInfo, ModeRun
 from pipediag.samples.readings import SampleLog
@@ -35,9 +35,9 @@ class ModeSummary:
     process_cpu_pct: float | None  # 100 = one core
     iowait_pct: float | None
     cpu_while_waiting: CpuWhileWaiting | None
-    gpu_util_pct: float | None  # mean NVML utilisation over the mode's window, first GPU
+    gpu_util_pct: float | None  # mean NVML utilisation over the mode's window; with N GPUs, the mean of theirs
     gpu_util_reason: str | None  # why gpu_util_pct is None
-    gpu_memory_used_max_bytes: int | None  # the whole device (every process, preallocation included)
+    gpu_memory_used_max_bytes: int | None  # the whole device (every process, preallocation included); the fullest GPU
     gpu_memory_total_bytes: int | None
     rss_max_bytes: int | None
     host_available_min_bytes: int | None
@@ -49,6 +49,8 @@ class ModeSummary:
     compute_ms_median_ci: tuple[float, float] | None = None  # 95%, order statistics of the step's own times
     # The first step of each batch shape new to the mode (a retrace), kept out like the first step.
     new_shape_steps_ms: tuple[float, ...] = ()
+    # Every GPU the job used, in detail, when it used more than one (`gpu` is the first of them).
+    gpus: tuple[GpuWindow, ...] = ()
 
     @property
     def measured(self) -> bool:
@@ -76,11 +78,19 @@ def summarize(run: ModeRun, log: SampleLog) -> ModeSummary:
         rate_ci = (1e9 / mean_ci[1], 1e9 / mean_ci[0])
     median_ci = stats.median_ci(step_ns) if n else None
 
-    window = gpu_window(samples, log)
-    gpu_util = [window.util_pct] if window is not None and window.util_pct is not None else []
-    peak, peak_reason = peak_memory(run.device_memory, window, log)
-    gpu_mem = [g.memory_used_bytes for s in samples for g in s.gpus[:1] if g.memory_used_bytes is not None]
-    gpu_total = next((g.memory_total_bytes for s in samples for g in s.gpus[:1] if g.memory_total_bytes), None)
+    windows = gpu_windows(samples, log)
+    window = windows[0] if windows else None
+    gpu_util = [w.util_pct for w in windows if w.util_pct is not None]
+    # The GPU whose process memory peaked highest speaks for the step's memory (the same on each
+    # data-parallel replica, but a device holding more, e.g. variables, is the one that runs out).
+    fullest = max(windows, key=lambda w: w.process_memory_max_bytes or -1, default=None)
+    peak, peak_reason = peak_memory(run.device_memory, fullest, log)
+    used = {w.index for w in windows}
+    gpu_mem = [(g.memory_used_bytes, g.memory_total_bytes) for s in samples for g in s.gpus
+               if g.index in used and g.memory_used_bytes is not None]
+    top = max(gpu_mem, key=lambda m: m[0], default=None)
+    gpu_total = top[1] if top else next((g.memory_total_bytes for s in samples for g in s.gpus[:1]
+                                         if g.memory_total_bytes), None)
     if log.gpu_unavailable_reason:
         gpu_reason = log.gpu_unavailable_reason
     elif not gpu_util:
@@ -111,7 +121,7 @@ def summarize(run: ModeRun, log: SampleLog) -> ModeSummary:
         cpu_while_waiting=cpu_while_waiting(run, samples, int(log.interval_s * 1e9)),
         gpu_util_pct=_mean(gpu_util),
         gpu_util_reason=gpu_reason,
-        gpu_memory_used_max_bytes=max(gpu_mem) if gpu_mem else None,
+        gpu_memory_used_max_bytes=top[0] if top else None,
         gpu_memory_total_bytes=gpu_total,
         rss_max_bytes=max((s.cpu.rss_bytes for s in samples), default=None),
         host_available_min_bytes=min((s.cpu.available_bytes for s in samples), default=None),
@@ -122,6 +132,7 @@ def summarize(run: ModeRun, log: SampleLog) -> ModeSummary:
         peak_memory_reason=peak_reason,
         compute_ms_median_ci=_ms_ci(stats.median_ci(run.compute_ns)) if n else None,
         new_shape_steps_ms=tuple(ns / NS_PER_MS for ns in run.new_shape_steps_ns),
+        gpus=windows if len(windows) > 1 else (),
     )
 
 
@@ -177,6 +188,7 @@ def summary_from_dict(d: dict[str, Any]) -> ModeSummary:
         d["cpu_while_waiting"] = CpuWhileWaiting(**{**w, "per_core_pct": tuple(w["per_core_pct"])})
     if d.get("gpu") is not None:
         d["gpu"] = GpuWindow.from_dict(d["gpu"])
+    d["gpus"] = tuple(GpuWindow.from_dict(g) for g in d.get("gpus") or ())
     if d.get("peak_memory") is not None:
         d["peak_memory"] = PeakMemory(**d["peak_memory"])
     return ModeSummary(**d)

@@ -109,6 +109,7 @@ class FakeGpu:
     """One scripted GPU. Defaults describe an idle H200 with GPM."""
 
     name: str = "NVIDIA H200 (fake)"
+    uuid: str | None = None  # None: "GPU-fake0000-…-<index>"; NVML's UUID of the device
     memory_total_bytes: int = 143_771_090_944
     util_pct: Script = 0.0
     memory_used_bytes: Script = 500 * 2**20
@@ -238,6 +239,13 @@ class FakeNvml:
 
     def nvmlDeviceGetUtilizationRates(self, gpu: FakeGpu) -> SimpleNamespace:  # noqa: N802
         return SimpleNamespace(gpu=int(self._read(gpu, "util_pct")), memory=0)
+
+    def nvmlDeviceGetUUID(self, gpu: FakeGpu) -> str:  # noqa: N802
+        self._require_init()
+        if gpu.uuid is not None:
+            return gpu.uuid
+        index = next(i for i, g in enumerate(self.gpus) if g is gpu)  # identity: equal scripts are distinct GPUs
+        return f"GPU-fake0000-0000-0000-0000-{index:012d}"
 
     def nvmlDeviceGetMemoryInfo(self, gpu: FakeGpu) -> SimpleNamespace:  # noqa: N802
         used = int(self._read(gpu, "memory_used_bytes"))

@@ -45,6 +45,19 @@ def add_target_arguments(p: argparse.ArgumentParser, *, batch_size: bool = True,
                    "at least 60 s; 300 s for the first batch)")
 
 
+def add_gpus_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpus", metavar="N,N|UUID,...", help="the GPUs the job uses, to sample and report: NVML "
+                   "indices or UUIDs (default: CUDA_VISIBLE_DEVICES when set, else every GPU)")
+
+
+def check_gpus_argument(args: argparse.Namespace) -> None:
+    """A --gpus that names no GPU is a usage error before anything slow is imported."""
+    from pipediag.samples.selection import GpuSelection
+
+    if getattr(args, "gpus", None) is not None:
+        GpuSelection.choose(args.gpus)
+
+
 def add_dataset_arguments(p: argparse.ArgumentParser, command: str) -> None:
     """What builds the dataset: a TARGET, --demo, and tfds:NAME's --data-dir and --split."""
     p.add_argument("target", nargs="?", help="dataset builder: file.py:function or package.module:function; "
@@ -87,6 +100,7 @@ def register(sub) -> None:
     d = sub.add_parser("diagnose", help="run the modes and say what limits training")
     add_dataset_arguments(d, "diagnose")
     add_target_arguments(d)
+    add_gpus_argument(d)
     d.add_argument("--ram-budget-mb", type=positive_int, help="most memory a cache may take (default: half of free)")
     d.add_argument("--thorough", action="store_true", help="longer windows for the per-stage anatomy and the "
                    "per-change ablation, plus all-but-one ablation runs (slower)")
@@ -117,6 +131,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     check_dataset_arguments(args, "diagnose")
     check_outputs(args)
+    check_gpus_argument(args)
     builder, label = load_dataset(args)
     options = load_step_options(args)
     options.update(
@@ -125,6 +140,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         thorough=args.thorough,
         label=label,
         scale_command=scale_command(args),
+        gpus=args.gpus,
     )
     if args.quiet:
         diagnosis = api.diagnose(builder, **options)

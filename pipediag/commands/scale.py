@@ -17,7 +17,8 @@ from pipediag.commands.common import (
     print_and_write,
 )
 from pipediag.commands.diagnose import (
-    add_dataset_arguments, add_target_arguments, check_dataset_arguments, load_dataset, load_step_options,
+    add_dataset_arguments, add_gpus_argument, add_target_arguments, check_dataset_arguments, check_gpus_argument,
+    load_dataset, load_step_options,
 )
 
 
@@ -36,6 +37,7 @@ def register(sub) -> None:
     s = sub.add_parser("scale", help="measure the pipeline on tf.data service and plan the workers")
     add_dataset_arguments(s, "scale")
     add_target_arguments(s)
+    add_gpus_argument(s)
     where = s.add_argument_group("the service")
     where.add_argument("--workers", type=positive_ints, metavar="N,N,...",
                        help="local worker counts to measure (default: 1, 2, 4, ... up to this host's cores)")
@@ -78,6 +80,8 @@ def scale_command(args: argparse.Namespace) -> str:
         parts.append("--batched")
     if args.batch_format != "tf":
         parts += ["--batch-format", args.batch_format]
+    if getattr(args, "gpus", None):
+        parts += ["--gpus", args.gpus]
     parts += ["--workers", "1,2,4", "--accelerators", "1,8"]
     return shlex.join(parts)
 
@@ -89,6 +93,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     check_dataset_arguments(args, "scale")
     check_outputs(args)
+    check_gpus_argument(args)
     builder, label = load_dataset(args)
     options = load_step_options(args)
     options.update(
@@ -96,6 +101,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         remote_workers=args.remote_workers, processing_mode=args.processing_mode,
         accelerators=tuple(args.accelerators), compute_rate=args.compute_rate,
         start_timeout_s=args.start_timeout, stop_rule=StopRule(max_seconds=args.max_seconds), label=label,
+        gpus=args.gpus,
     )
 
     # Ctrl-C and SIGTERM (a job scheduler, `kill`) end the run alike: scale() stops the servers

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 
+from pipediag.analysis.gpu import job_gpus
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 from pipediag.report import charts
 from pipediag.report.terminal import from_fit, handover_text, new_shape_text
@@ -185,6 +186,31 @@ def utilization_section(d: Diagnosis) -> str | None:
                f"(a kernel ran during the sample), sampled every {d.samples.interval_s * 1000:.0f} ms.")
     return (f"<h2>CPU and GPU over time</h2>{gpu}"
             f'<figure class="chart" id="chart-utilization">{svg}<figcaption>{escape(caption)}</figcaption></figure>')
+
+
+def gpus_section(d: Diagnosis) -> str | None:
+    """Each GPU the job used, per mode: only when it used more than one (one GPU reads as before)."""
+    rows = [(name, d.modes[name]) for name in MODE_NAMES if d.modes.get(name) is not None and d.modes[name].gpus]
+    if not rows:
+        return None
+    head = table_head(("mode", "GPU", "UUID", "busy", "95% interval", "SM act", "tensor", "DRAM bw", "power W"),
+                      left=("mode", "UUID"))
+    body = []
+    for name, m in rows:
+        for k, g in enumerate(m.gpus):
+            gpm = g.gpm
+            cells = ["" if g.index is None else str(g.index), g.uuid or "—", fmt_num(g.util_pct, "{:.0f}%", "n/a"),
+                     fmt_interval(g.util_pct_ci, "{:.0f}"),
+                     fmt_num(gpm.sm_active_pct if gpm else None, "{:.0f}%", "n/a"),
+                     fmt_num(gpm.tensor_active_pct if gpm else None, "{:.0f}%", "n/a"),
+                     fmt_num(gpm.dram_bw_pct if gpm else None, "{:.0f}%", "n/a"), fmt_num(g.power_w_mean, "{:.0f}")]
+            tds = "".join(f'<td class="left">{escape(c)}</td>' if i == 1 else f"<td>{escape(c)}</td>"
+                          for i, c in enumerate(cells))
+            body.append(f'<tr><td class="left">{escape(name) if k == 0 else ""}</td>{tds}</tr>')
+    caption = (f"{job_gpus(d.samples)[1] or 'The GPUs sampled'}. busy: NVML utilization (a kernel ran); SM act, "
+               "tensor, DRAM bw: GPM, how much of the chip worked. The Modes table's GPU column is their mean.")
+    return (f'<h2>GPUs</h2><table id="gpus">{head}<tbody>{"".join(body)}</tbody></table>'
+            f'<p class="note">{escape(caption)}</p>')
 
 
 def stages_table(stages, table_id: str = "stages") -> str:
@@ -403,7 +429,8 @@ def facts_list(facts: list[tuple[str, str]], element_id: str = "facts") -> str:
 
 Section = Callable[[Diagnosis], "str | None"]
 SECTIONS: tuple[Section, ...] = (
-    header_section, verdict_section, throughput_section, utilization_section, pipeline_section, waterfall_section,
+    header_section, verdict_section, throughput_section, utilization_section, gpus_section, pipeline_section,
+    waterfall_section,
     fixes_section, ablation_section, notes_section, environment_section,
 )
 

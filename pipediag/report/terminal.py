@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from pipediag.analysis.gpu import METRIC_LABELS, metrics_seen
+from pipediag.analysis.gpu import METRIC_LABELS, job_gpus, metrics_seen
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 
 _VERDICT_STYLE = {"input": "bold yellow", "compute": "bold green", "memory": "bold red", "host": "bold magenta",
@@ -123,26 +123,38 @@ def _pct(value: float | None) -> str:
 
 
 def gpu_table(d: Diagnosis) -> Table | None:
-    """The first GPU per mode in detail: NVML busy time, GPM, power, and the step's peak memory.
-    None when the run had no GPU data at all."""
+    """The GPU per mode in detail: NVML busy time, GPM, power, and the step's peak memory; one row
+    per GPU when the job used several. None when the run had no GPU data at all."""
     rows = [(name, d.modes[name]) for name in MODE_NAMES if d.modes.get(name) is not None]
     if not any(m.gpu is not None for _, m in rows):
         return None
-    table = Table(title="GPU", title_justify="left", expand=False, pad_edge=False)
-    for name in ("mode", "busy", "SM act", "occup", "tensor", "DRAM bw", "power W", "peak GiB"):
+    several = any(m.gpus for _, m in rows)
+    table = Table(title="GPUs" if several else "GPU", title_justify="left", expand=False, pad_edge=False)
+    columns = ("mode",) + (("gpu",) if several else ()) + ("busy", "SM act", "occup", "tensor", "DRAM bw",
+                                                           "power W", "peak GiB")
+    for name in columns:
         table.add_column(name, justify="left" if name == "mode" else "right", no_wrap=True)
     for name, m in rows:
-        g = m.gpu
-        gpm = g.gpm if g else None
-        peak = m.peak_memory
-        table.add_row(
-            name, _pct(g.util_pct if g else None),
-            _pct(gpm.sm_active_pct if gpm else None), _pct(gpm.sm_occupancy_pct if gpm else None),
-            _pct(gpm.tensor_active_pct if gpm else None), _pct(gpm.dram_bw_pct if gpm else None),
-            _num(g.power_w_mean if g else None, "{:.0f}"),
-            "—" if peak is None else _gib(peak.bytes) + ("≤" if peak.scope == "process" else ""),
-        )
-    table.caption = "\n".join(_gpu_notes([m for _, m in rows]))
+        windows = m.gpus or (m.gpu,)
+        for k, g in enumerate(windows):
+            gpm = g.gpm if g else None
+            peak = m.peak_memory if k == 0 else None
+            cells = [name if k == 0 else ""]
+            if several:
+                cells.append("—" if g is None or g.index is None else str(g.index))
+            cells += [
+                _pct(g.util_pct if g else None),
+                _pct(gpm.sm_active_pct if gpm else None), _pct(gpm.sm_occupancy_pct if gpm else None),
+                _pct(gpm.tensor_active_pct if gpm else None), _pct(gpm.dram_bw_pct if gpm else None),
+                _num(g.power_w_mean if g else None, "{:.0f}"),
+                ("" if k else "—") if peak is None else _gib(peak.bytes) + ("≤" if peak.scope == "process" else ""),
+            ]
+            table.add_row(*cells)
+    notes = _gpu_notes([m for _, m in rows])
+    if several:
+        notes.insert(0, f"{job_gpus(d.samples)[1] or 'the GPUs sampled'}; the Modes table's GPU column is "
+                        "their mean; peak: the mode's, on its first row")
+    table.caption = "\n".join(notes)
     table.caption_justify = "left"
     return table
 

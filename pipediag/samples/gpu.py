@@ -18,6 +18,7 @@ from typing import Any
 from pipediag.backends import nvml
 from pipediag.samples.gpm import GpmDevice
 from pipediag.samples.readings import GpuDevice, GpuReading
+from pipediag.samples.selection import GpuSelection
 
 _GPM_FIELDS = ("gpm_sm_active_pct", "gpm_sm_occupancy_pct", "gpm_tensor_active_pct", "gpm_dram_bw_pct",
                "gpm_fp32_active_pct", "gpm_fp16_active_pct")
@@ -36,11 +37,20 @@ class _Device:
 
 
 class GpuReader:
-    """Opens NVML once; `read()` returns one GpuReading per device, never raising."""
+    """Opens NVML once; `read()` returns one GpuReading per device the job uses, never raising.
 
-    def __init__(self, lib: Any | None = None, *, clock_s: Callable[[], float] = time.monotonic):
+    `gpus` chooses the devices (samples.selection); None reads every GPU NVML lists. Reading only
+    the job's GPUs keeps a tick short on a host of eight (a GPU without GPM pays 2 x 20 ms of PCIe
+    counters per reading) and keeps other jobs' GPUs out of the verdict.
+    """
+
+    def __init__(self, lib: Any | None = None, *, clock_s: Callable[[], float] = time.monotonic,
+                 gpus: GpuSelection | None = None):
         self._lib = lib
         self._clock_s = clock_s
+        self._selection = gpus or GpuSelection.every()
+        self.selection_text: str | None = None  # which GPUs are read and why, once opened
+        self.selected_by = self._selection.source
         self._session: nvml.NvmlSession | None = None
         self._devices: list[_Device] = []
         self._never: set[str] = set()  # metrics NVML said it will never give
@@ -64,12 +74,31 @@ class GpuReader:
         self.unavailable_reason = None
         driver = session.query("nvmlSystemGetDriverVersion")
         self.driver_version = nvml.to_text(driver) if nvml.is_available(driver) else None
-        devices = []
+        handles: dict[int, tuple[Any, str | None]] = {}
         for index in range(session.query("nvmlDeviceGetCount")):
             handle = session.query("nvmlDeviceGetHandleByIndex", index)
             if not nvml.is_available(handle):
                 self.metric_reasons.setdefault("device", handle.reason)
                 continue
+            uuid = session.query("nvmlDeviceGetUUID", handle)
+            handles[index] = (handle, nvml.to_text(uuid) if nvml.is_available(uuid) else None)
+        chosen, unmatched = self._selection.resolve([(i, u) for i, (_, u) in handles.items()])
+        if unmatched:
+            self.metric_reasons.setdefault("device", unmatched)
+        self.selection_text = self._selection.describe(chosen) + (f"; {unmatched}" if unmatched else "")
+        if not chosen:
+            self.unavailable_reason = (unmatched or f"{self._selection.source} names no GPU") + \
+                ": the job uses no GPU that NVML can read"
+            self._session = None
+            session.close()
+            return self
+        self._open_devices([(i, *handles[i]) for i in chosen])
+        return self
+
+    def _open_devices(self, chosen: list[tuple[int, Any, str | None]]) -> None:
+        session = self._session
+        devices = []
+        for index, handle, uuid in chosen:
             device = _Device(index, handle)
             self._devices.append(device)
             name = session.query("nvmlDeviceGetName", handle)
@@ -79,12 +108,12 @@ class GpuReader:
                     index=index,
                     name=nvml.to_text(name) if nvml.is_available(name) else "unknown GPU",
                     memory_total_bytes=int(memory.total) if nvml.is_available(memory) else None,
+                    uuid=uuid,
                 )
             )
             self._prime_util_samples(device)
             self._open_gpm(device)
         self.devices = tuple(devices)
-        return self
 
     @property
     def available(self) -> bool:

@@ -53,9 +53,10 @@ class Sample:
 
 @dataclass(frozen=True)
 class GpuDevice:
-    index: int
+    index: int  # NVML's index (PCI bus order)
     name: str
     memory_total_bytes: int | None
+    uuid: str | None = None  # "GPU-…", stable across reboots and index orders; None when NVML gave none
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ class SampleLog:
     gpu_metric_reasons: dict[str, str] = field(default_factory=dict)  # metric -> why it is None
     dropped_samples: int = 0  # the oldest samples beyond the bounded buffer
     gpu_metrics: dict[str, str] = field(default_factory=dict)  # metric -> its source, when it gave readings
+    gpu_selection: str | None = None  # which GPUs were sampled and why, e.g. "GPUs 0, 1 (CUDA_VISIBLE_DEVICES)"
+    gpu_selected_by: str | None = None  # --gpus | CUDA_VISIBLE_DEVICES | every GPU NVML lists (samples.selection)
 
     def between(self, start_ns: int, end_ns: int) -> tuple[Sample, ...]:
         return tuple(s for s in self.samples if start_ns <= s.time_ns <= end_ns)
@@ -81,6 +84,8 @@ class SampleLog:
             "gpu_metric_reasons": dict(self.gpu_metric_reasons),
             "gpu_metrics": dict(self.gpu_metrics),
             "dropped_samples": self.dropped_samples,
+            "gpu_selection": self.gpu_selection,
+            "gpu_selected_by": self.gpu_selected_by,
             "samples": [_sample_to_dict(s) for s in self.samples],
         }
 
@@ -94,6 +99,8 @@ class SampleLog:
             gpu_metric_reasons=dict(data.get("gpu_metric_reasons", {})),
             dropped_samples=data.get("dropped_samples", 0),
             gpu_metrics=dict(data.get("gpu_metrics", {})),
+            gpu_selection=data.get("gpu_selection"),
+            gpu_selected_by=data.get("gpu_selected_by"),
         )
 
 

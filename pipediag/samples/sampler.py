@@ -94,6 +94,8 @@ class Sampler:
             gpu_metric_reasons=dict(self.gpu_reader.metric_reasons),
             dropped_samples=dropped,
             gpu_metrics=dict(self.gpu_reader.metrics),
+            gpu_selection=self.gpu_reader.selection_text,
+            gpu_selected_by=self.gpu_reader.selected_by if self.gpu_reader.selection_text else None,
         )
 
     def __enter__(self) -> Sampler:

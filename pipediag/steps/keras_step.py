@@ -107,9 +107,18 @@ def keras_step(model: Any, label: str, first_batch: Any = None) -> Step:
     if first_batch is not None:
         check_batch(model, first_batch, label)
 
+    strategy = None
+    if backend == "tensorflow":
+        from pipediag.modes.distributed import replica_devices, strategy_of
+
+        strategy = strategy_of(model)
+
     def run(batch: Any) -> Any:
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(batch)
         return model.train_on_batch(x, y, sample_weight=sample_weight, return_dict=True)
+
+    if strategy is not None:
+        run = _distributed_run(model, strategy, first_batch)
 
     params = model.count_params() if model.built else None
     size = f", {params:,} parameters" if params else ""
@@ -123,6 +132,44 @@ def keras_step(model: Any, label: str, first_batch: Any = None) -> Step:
             + (f" (jit_compile={jit})" if jit is not None else ""),
             batch_format=KERAS_FORMATS.get(backend, "tf"),
             framework=backend,
+            devices=() if strategy is None else replica_devices(strategy),
         ),
-        observed=lambda: Observed(backend, _SYNC[backend]),
+        observed=lambda: Observed(backend, _SYNC[backend] if strategy is None else _SYNC_DISTRIBUTED,
+                                  () if strategy is None else replica_devices(strategy)),
+        strategy=strategy,
     )
+
+
+_SYNC_DISTRIBUTED = ("the model's train function over per-replica batches (as fit runs it under its strategy); its "
+                     "logs read as NumPy values: the step's work is done when it returns")
+
+
+def _distributed_run(model: Any, strategy: Any, first_batch: Any):
+    """One training step of a model built under a `tf.distribute` strategy, on per-replica batches.
+
+    `train_on_batch` cannot take them (Keras 3 builds the model from the batch's shape, which a
+    per-replica value lacks), and given a plain batch it would hand each replica the whole of it. So
+    the step does what `fit` does with a distributed dataset: the model's own train function, one
+    step over an iterator of one per-replica batch, each replica on its slice; the logs are reduced
+    across replicas by Keras and read as NumPy (which waits for every replica's work)."""
+    import numpy as np
+
+    from pipediag.modes.distributed import is_distributed, split_batch
+
+    ready = False
+
+    def run(batch: Any) -> Any:
+        nonlocal ready
+        if not ready:
+            build = getattr(model, "_maybe_symbolic_build", None)  # Keras 3: build from a plain batch's shapes
+            if build is not None and first_batch is not None:
+                build(data_batch=keras.utils.unpack_x_y_sample_weight(first_batch))
+            model.make_train_function()
+            ready = True
+        if not is_distributed(batch):
+            batch = split_batch(batch, strategy)
+        model.reset_metrics()
+        logs = model.train_function(iter([keras.utils.unpack_x_y_sample_weight(batch)]))
+        return {name: np.asarray(value) for name, value in logs.items()}
+
+    return run

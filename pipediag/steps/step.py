@@ -22,19 +22,23 @@ class StepInfo:
     batch_format: str = "tf"  # what the step receives: tf tensors, numpy arrays or dlpack objects
     framework: str | None = None  # seen in the step's results: tensorflow | jax | torch | host
     sync: str | None = None  # how pipediag waited for the step's work before stopping the timer
+    # Its strategy's replica devices ("gpu:0", "cpu:3"), else those its results lived on
+    # (steps.placement); () when unknown (plain values, or nothing returned).
+    devices: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StepInfo:
-        return cls(**data)
+        return cls(**{**data, "devices": tuple(data.get("devices") or ())})
 
 
 @dataclass(frozen=True)
 class Observed:
     framework: str | None
     sync: str | None
+    devices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -48,10 +52,14 @@ class Step:
     dispatch: Callable[[Any], Callable[[], Any]] | None = None
     # Sees each result of `run` and notes a NaN or infinite loss (steps/loss_watch.py).
     loss_watch: LossWatch | None = None
+    # A tf.distribute strategy with several replicas: the step takes per-replica batches, and the
+    # modes feed it through the strategy (modes.distributed). None: plain batches.
+    strategy: Any = None
 
     def described(self) -> StepInfo:
         """The description with what running it showed: its framework and how it was waited for."""
         if self.observed is None:
             return self.info
         seen = self.observed()
-        return replace(self.info, framework=seen.framework or self.info.framework, sync=seen.sync)
+        return replace(self.info, framework=seen.framework or self.info.framework, sync=seen.sync,
+                       devices=self.info.devices or seen.devices)

@@ -19,15 +19,26 @@ from typing import Any
 HOST = "host"  # the result is plain Python or NumPy: computed by the time it exists
 
 
-def _leaves(value: Any) -> Iterator[Any]:
+def leaves(value: Any) -> Iterator[Any]:
+    """The arrays and plain values in a result: dicts, lists and tuples opened, and a
+    `tf.distribute` per-replica value opened into its one tensor per replica."""
     if isinstance(value, dict):
         for v in value.values():
-            yield from _leaves(v)
+            yield from leaves(v)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            yield from _leaves(v)
+            yield from leaves(v)
+    elif _distributed(value):
+        for v in value.values:
+            yield from leaves(v)
     elif value is not None:
         yield value
+
+
+def _distributed(value: Any) -> bool:
+    """A tf.distribute DistributedValues (PerReplica, Mirrored): `.values` holds a tensor per replica."""
+    return (type(value).__module__ or "").startswith("tensorflow.python.distribute") and \
+        isinstance(getattr(value, "values", None), tuple)
 
 
 def framework_of_value(leaf: Any) -> str | None:
@@ -46,7 +57,7 @@ def wait_until_computed(result: Any) -> str | None:
     tensorflow), HOST for a result of plain values, or None when the result held nothing."""
     torch_synced = tf_synced = False
     seen: str | None = None
-    for leaf in _leaves(result):
+    for leaf in leaves(result):
         framework = framework_of_value(leaf)
         if framework == "jax" and hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pipediag.errors import UsageError
+from pipediag.steps.placement import devices_of, in_order
 from pipediag.steps.step import Observed, Step, StepInfo
 from pipediag.steps.sync import HOST, DeviceBarrier, wait_until_computed
 
@@ -17,6 +18,10 @@ _SYNC = {
 }
 
 
+# The devices of the first results are read; later ones hold no news and would cost every step.
+_RESULTS_FOR_DEVICES = 3
+
+
 class _Tracker:
     """Sees what the step returns and, when that holds nothing to wait on, waits on the device."""
 
@@ -24,9 +29,14 @@ class _Tracker:
         self.framework: str | None = None
         self.sync: str | None = None
         self.barrier: DeviceBarrier | None = None
+        self.devices: set[str] = set()
+        self._results = 0
 
     def after(self, result: Any) -> None:
         seen = wait_until_computed(result)
+        if self._results < _RESULTS_FOR_DEVICES:
+            self._results += 1
+            self.devices.update(devices_of(result))
         if seen is None or (seen == HOST and self.barrier is not None):
             # Nothing to wait on: a step that keeps its state to itself and returns None.
             if self.barrier is None:
@@ -43,7 +53,7 @@ class _Tracker:
             self.sync = _SYNC.get(seen)
 
     def observed(self) -> Observed:
-        return Observed(self.framework, self.sync)
+        return Observed(self.framework, self.sync, in_order(self.devices))
 
 
 def user_step(fn: Any, label: str, batch_format: str) -> Step:
@@ -54,8 +64,21 @@ def user_step(fn: Any, label: str, batch_format: str) -> Step:
         )
     step_fn: Callable[[Any], Any] = fn
     tracker = _Tracker()
+    strategy = None
+    if getattr(fn, "distribute_strategy", None) is not None:  # only then is TensorFlow needed here
+        from pipediag.modes.distributed import is_distributed, replica_devices, split_batch, strategy_of
+
+        strategy = strategy_of(fn)
+        if strategy is not None and batch_format != "tf":
+            raise UsageError(
+                f"--step {label} carries a tf.distribute strategy, which takes TensorFlow tensors, but the batch "
+                f"format is {batch_format}",
+                "leave out --batch-format (tf is the default)",
+            )
 
     def dispatch(batch: Any) -> Callable[[], Any]:
+        if strategy is not None and not is_distributed(batch):
+            batch = split_batch(batch, strategy)  # a plain batch (compare, scale): one slice per replica
         result = step_fn(batch)
 
         def finish() -> Any:
@@ -72,9 +95,13 @@ def user_step(fn: Any, label: str, batch_format: str) -> Step:
         run=run,
         info=StepInfo(
             kind="user",
-            description=f"step function '{name}' from {label}, fed {batch_format} batches",
+            description=f"step function '{name}' from {label}, fed {batch_format} batches"
+            + ("" if strategy is None else f", per replica on {strategy.num_replicas_in_sync} devices "
+               f"({type(strategy).__name__})"),
             batch_format=batch_format,
+            devices=() if strategy is None else replica_devices(strategy),
         ),
         observed=tracker.observed,
         dispatch=dispatch,
+        strategy=strategy,
     )

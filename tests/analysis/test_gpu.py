@@ -69,3 +69,28 @@ def test_no_peak_memory_says_why():
     assert peak is None and "not in NVML's list" in reason
     no_gpu = SampleLog(interval_s=0.1, samples=(), gpu_unavailable_reason="NVML could not start")
     assert "no NVML (NVML could not start)" in peak_memory(None, None, no_gpu)[1]
+
+
+def test_with_nothing_chosen_the_job_is_the_gpus_nvml_lists_this_process_on():
+    from pipediag.analysis.gpu import gpu_windows, job_gpus
+    from pipediag.samples.readings import GpuDevice
+    from pipediag.samples.selection import SOURCE_ALL, SOURCE_CUDA
+
+    def tick(t):  # GPUs 0 and 1 hold this process; 2 and 3 are another job's, busy
+        return Sample(t, CPU, tuple(reading(util=90.0, index=k, process_memory_bytes=2**30 if k < 2 else None)
+                                    for k in range(4)))
+
+    devices = tuple(GpuDevice(k, "H200", 2**34, f"GPU-{k}") for k in range(4))
+    log = SampleLog(interval_s=0.1, samples=tuple(tick(t) for t in range(5)), gpu_devices=devices,
+                    gpu_selection="GPUs 0, 1, 2, 3 (every GPU NVML lists)", gpu_selected_by=SOURCE_ALL)
+    kept, line = job_gpus(log)
+    assert kept == (0, 1)
+    assert line == "GPUs 0, 1 (those NVML lists this process on, of the 4 it lists; no --gpus or CUDA_VISIBLE_DEVICES chose)"
+    assert [w.index for w in gpu_windows(log.samples, log)] == [0, 1]
+    # chosen by CUDA_VISIBLE_DEVICES: every chosen GPU is the job's, used or not (an idle one is told)
+    chosen = SampleLog(interval_s=0.1, samples=log.samples, gpu_devices=devices, gpu_selected_by=SOURCE_CUDA)
+    assert job_gpus(chosen)[0] == (0, 1, 2, 3)
+    # NVML never lists this process (a container's pids): every GPU stays
+    hidden = tuple(Sample(t, CPU, tuple(reading(util=90.0, index=k) for k in range(4))) for t in range(5))
+    assert job_gpus(SampleLog(interval_s=0.1, samples=hidden, gpu_devices=devices, gpu_selected_by=SOURCE_ALL))[0] \
+        == (0, 1, 2, 3)

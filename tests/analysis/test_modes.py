@@ -76,3 +76,28 @@ def test_rate_ratio_interval_is_conservative():
     assert r.value == 2.0
     assert r.low < 2.0 < r.high and r.clearly_above_one
     assert rate_ratio(summary("synthetic", 100), None) is None
+
+
+def _gpu(index, util, used=2**30):
+    return GpuReading(index=index, util_pct=util, memory_used_bytes=used, memory_total_bytes=2**34, power_w=300.0,
+                      sm_clock_mhz=1980.0)
+
+
+def test_every_gpu_the_job_used_gets_its_window_and_the_mode_their_mean():
+    from pipediag.samples.readings import GpuDevice
+
+    devices = (GpuDevice(2, "H200", 2**34, "GPU-c"), GpuDevice(0, "H200", 2**34, "GPU-a"))
+    samples = tuple(Sample(t * 100 * MS, cpu([50, 50]), (_gpu(0, 30.0, 5 * 2**30), _gpu(2, 90.0)))
+                    for t in range(1, 11))
+    log = SampleLog(interval_s=0.1, samples=samples, gpu_devices=devices)
+    m = summarize(run([0] * 10, [100] * 10), log)
+    assert [(w.index, w.uuid, w.util_pct) for w in m.gpus] == [(2, "GPU-c", 90.0), (0, "GPU-a", 30.0)]
+    assert m.gpu is m.gpus[0]  # the first GPU chosen
+    assert m.gpu_util_pct == 60.0  # the mean of the GPUs, not one of them
+    assert m.gpu_memory_used_max_bytes == 5 * 2**30  # the fullest GPU
+
+
+def test_one_gpu_reads_as_before():
+    samples = tuple(Sample(t * 100 * MS, cpu([50, 50]), (_gpu(0, 70.0),)) for t in range(1, 11))
+    m = summarize(run([0] * 10, [100] * 10), SampleLog(interval_s=0.1, samples=samples))
+    assert m.gpus == () and m.gpu.index == 0 and m.gpu_util_pct == 70.0

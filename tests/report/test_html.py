@@ -185,3 +185,22 @@ def test_an_unmeasured_change_says_why_not_zero():
     row = re.search(r'<tr class="effect-unmeasured">.*?</tr>', section).group(0)
     assert "<td>—</td><td>—</td>" in row and ">not measured<" in row and "raised &lt;script&gt;" in row
     assert "×0.00" not in section and "<script" not in section
+
+
+def test_several_gpus_get_their_own_table_and_one_gpu_none():
+    from pipediag.diagnosis import Diagnosis
+    from pipediag.report.html import render_html
+    from tests.report.test_terminal import gpu_diagnosis, several_gpus_diagnosis
+
+    page = render_html(several_gpus_diagnosis())
+    table = page[page.index('<table id="gpus">'):]
+    table = table[:table.index("</table>")]
+    assert table.count("<tr>") == 1 + 4  # the head, and two GPUs in each of two modes
+    assert "GPU-b" in table and "12%" in table and "10 – 14" in table
+    assert "GPUs 0, 1 (CUDA_VISIBLE_DEVICES)" in page
+    assert 'id="gpus"' not in render_html(gpu_diagnosis())
+    # and the per-GPU windows survive the JSON round trip
+    d = several_gpus_diagnosis()
+    back = Diagnosis.from_dict(d.to_dict())
+    assert back.modes["pipeline"].gpus == d.modes["pipeline"].gpus
+    assert back.samples.gpu_selection == "GPUs 0, 1 (CUDA_VISIBLE_DEVICES)"

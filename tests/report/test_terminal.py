@@ -156,3 +156,34 @@ def test_tuned_mode_lists_each_changes_own_speedup():
     assert "Tuned mode: all applied changes together ×3.10" in out
     assert "[applied] map(decode_example): parallel — alone ×3.00 (gain)" in out
     assert "[applied] prefetch(AUTOTUNE) at the end — alone ×1.01 (none)" in out
+
+
+def several_gpus_diagnosis():
+    from dataclasses import replace
+
+    from pipediag.samples.readings import SampleLog
+
+    d = gpu_diagnosis()
+    modes = {}
+    for name, m in d.modes.items():
+        first = replace(m.gpu, index=0, uuid="GPU-a")
+        second = replace(m.gpu, index=1, uuid="GPU-b", util_pct=12.0, util_pct_ci=(10.0, 14.0))
+        modes[name] = replace(m, gpus=(first, second), gpu=first)
+    log = SampleLog(interval_s=0.1, samples=d.samples.samples, gpu_selection="GPUs 0, 1 (CUDA_VISIBLE_DEVICES)")
+    return replace(d, modes=modes, samples=log)
+
+
+def test_several_gpus_get_a_row_each_under_their_mode():
+    out = text(render_diagnosis(several_gpus_diagnosis()), width=120)
+    rows = [[c.strip() for c in line.split("│")[1:10]] for line in out.splitlines()
+            if line.startswith("│") and len(line.split("│")) > 9]
+    gpu_rows = [r for r in rows if r[1] in ("0", "1")]
+    assert gpu_rows[0][:3] == ["synthetic", "0", "97%"] and gpu_rows[0][-1] == "3.50"
+    assert gpu_rows[1][:3] == ["", "1", "12%"] and gpu_rows[1][-1] == ""  # the mode's peak once
+    flat = " ".join(out.split())
+    assert "GPUs 0, 1 (CUDA_VISIBLE_DEVICES); the Modes table's GPU column is their mean" in flat
+
+
+def test_one_gpu_has_no_gpu_column():
+    out = text(render_diagnosis(gpu_diagnosis()), width=120)
+    assert "│gpu" not in out and "CUDA_VISIBLE_DEVICES" not in out

@@ -252,3 +252,35 @@ def test_real_pynvml_has_every_function_and_constant_the_reader_uses():
     for slot, (_, metric_id) in enumerate(GPM_METRICS.values()):
         request.metrics[slot].metricId = metric_id
     assert [request.metrics[i].metricId for i in range(len(GPM_METRICS))] == [v for _, v in GPM_METRICS.values()]
+
+
+def test_reader_reads_only_the_chosen_gpus_with_their_uuids():
+    from pipediag.samples.selection import GpuSelection
+
+    fake = FakeNvml([FakeGpu(util_pct=10 * k) for k in range(4)])
+    reader = GpuReader(fake, gpus=GpuSelection.choose(None, environ={"CUDA_VISIBLE_DEVICES": "3,1"})).open()
+    assert [d.index for d in reader.devices] == [3, 1]
+    assert reader.devices[0].uuid == "GPU-fake0000-0000-0000-0000-000000000003"
+    assert [(r.index, r.util_pct) for r in reader.read()] == [(3, 30.0), (1, 10.0)]
+    assert reader.selection_text == "GPUs 3, 1 (CUDA_VISIBLE_DEVICES)"
+    reader.close()
+
+
+def test_no_gpu_chosen_is_no_gpu_data_with_the_reason():
+    from pipediag.samples.selection import GpuSelection
+
+    fake = FakeNvml([FakeGpu(), FakeGpu()])
+    reader = GpuReader(fake, gpus=GpuSelection.choose(None, environ={"CUDA_VISIBLE_DEVICES": ""})).open()
+    assert not reader.available and reader.read() == ()
+    assert reader.unavailable_reason.startswith("CUDA_VISIBLE_DEVICES names no GPU")
+    assert fake.shutdown_count == 1
+
+
+def test_what_cuda_visible_devices_names_and_nvml_lacks_is_said_in_the_selection_line():
+    from pipediag.samples.selection import GpuSelection
+
+    reader = GpuReader(FakeNvml([FakeGpu(), FakeGpu()]),
+                       gpus=GpuSelection.choose(None, environ={"CUDA_VISIBLE_DEVICES": "1,5"})).open()
+    assert [d.index for d in reader.devices] == [1]
+    assert reader.selection_text.startswith("GPU 1 (CUDA_VISIBLE_DEVICES); CUDA_VISIBLE_DEVICES names 5, which matches")
+    reader.close()

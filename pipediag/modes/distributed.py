@@ -1,0 +1,111 @@
+"""Feeding a step that runs on several devices through a `tf.distribute` strategy.
+
+A Keras model built under `strategy.scope()` (it keeps the strategy: `model.distribute_strategy`),
+or a `--step` function that carries its strategy as `step.distribute_strategy`, takes per-replica
+batches: `strategy.experimental_distribute_dataset(dataset)` splits each global batch into one slice
+per replica and copies each slice to its device (a `MultiDeviceIterator` that prefetches to every
+device), as `fit` and a custom loop over the distributed dataset do. pipediag feeds such a step the
+same way:
+
+- pipeline and tuned modes: the user's dataset through `experimental_distribute_dataset`;
+- synthetic mode: one global batch, distributed once and held on the devices, handed out forever:
+  free input for every replica at once, so its rate is what all N devices take together;
+- a plain batch reaching the step anyway (`compare`, `scale`): split here, one slice per replica
+  (`experimental_distribute_values_from_function`), its copy then part of the step's time.
+
+The input_only mode reads the pipeline without distributing it: what the host produces, to be
+compared with what the N devices take.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipediag.backends.tf import tf
+from pipediag.modes.feeds import BatchFeed
+
+
+def strategy_of(model_or_step: Any) -> Any | None:
+    """The strategy of a model built under a scope, or the one a step function carries, when it has
+    more than one replica; None otherwise (the default strategy has one)."""
+    strategy = getattr(model_or_step, "distribute_strategy", None)
+    if strategy is None or not isinstance(strategy, tf.distribute.Strategy):
+        return None
+    return strategy if strategy.num_replicas_in_sync > 1 else None
+
+
+def replica_devices(strategy: Any) -> tuple[str, ...]:
+    """The strategy's replica devices as steps.placement names them ("gpu:0", "cpu:1")."""
+    from pipediag.steps.placement import in_order
+
+    out = []
+    for name in strategy.extended.worker_devices:
+        spec = tf.DeviceSpec.from_string(name)
+        kind = (spec.device_type or "CPU").lower()
+        out.append(f"{'gpu' if kind == 'gpu' else kind}:{spec.device_index or 0}")
+    return in_order(out)
+
+
+def is_distributed(batch: Any) -> bool:
+    """Whether a batch already holds per-replica values."""
+    return any(isinstance(leaf, tf.distribute.DistributedValues) for leaf in tf.nest.flatten(batch))
+
+
+class DistributedFeed(BatchFeed):
+    """A BatchFeed over `strategy.experimental_distribute_dataset(dataset)`."""
+
+    def __init__(self, dataset, strategy: Any, **kw: Any):
+        self.strategy = strategy
+        super().__init__(dataset, "tf", **kw)
+
+    def _new(self):
+        return iter(self.strategy.experimental_distribute_dataset(self.dataset))
+
+    def __call__(self) -> Any:
+        kept = len(self.firsts)
+        batch = super().__call__()
+        if len(self.firsts) > kept:  # the first batches are kept whole, to compare with the plain pipeline's
+            self.firsts[-1] = gathered(batch, self.strategy)
+        return batch
+
+
+def gathered(batch: Any, strategy: Any) -> Any:
+    """A per-replica batch put back together as one global batch, on the host."""
+    def whole(value: Any) -> Any:
+        if isinstance(value, tf.distribute.DistributedValues):
+            with tf.device("/cpu:0"):
+                return tf.concat([tf.identity(part) for part in strategy.experimental_local_results(value)], 0)
+        return value
+
+    return tf.nest.map_structure(whole, batch)
+
+
+def distributed_constant(batch: Any, strategy: Any):
+    """Synthetic mode's free input on every replica: one global batch distributed once."""
+    one = strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch))
+    constant = next(iter(one))
+
+    def feed() -> Any:
+        return constant
+
+    return feed
+
+
+def _slice_sizes(total: int, parts: int) -> list[int]:
+    return [total // parts + (1 if k < total % parts else 0) for k in range(parts)]
+
+
+def split_batch(batch: Any, strategy: Any) -> Any:
+    """A plain global batch as per-replica values: replica k gets the k-th slice (sizes differing by
+    at most one, as the distributed dataset's rebatch gives them)."""
+    replicas = strategy.num_replicas_in_sync
+    leaves = tf.nest.flatten(batch)
+    total = int(leaves[0].shape[0])
+    sizes = _slice_sizes(total, replicas)
+    starts = [sum(sizes[:k]) for k in range(replicas)]
+
+    def slice_for(context) -> Any:
+        k = context.replica_id_in_sync_group
+        return tf.nest.map_structure(lambda t: t[starts[k]:starts[k] + sizes[k]], batch)
+
+    return strategy.experimental_distribute_values_from_function(slice_for)

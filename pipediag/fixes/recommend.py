@@ -33,7 +33,7 @@ from pipediag.analysis.modes import ModeSummary, Ratio, input_side_cpu, rate_rat
 from pipediag.builder.stages import Stage
 from pipediag.fixes import catalog
 from pipediag.modes.changes import Change
-from pipediag.samples.container import ContainerLimits
+from pipediag.samples.container import ContainerLimits, cores_text
 from pipediag.verdict.container import throttled
 from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
 from pipediag.verdict.rules import (
@@ -264,7 +264,7 @@ def recommend(
 
 def _busy_text(cpu) -> str:
     if cpu.usable_cores < cpu.cores:  # a container's limit: this process against what it may use
-        return f"this process {cpu.process_pct / 100:.1f} of the {cpu.usable_cores:g} cores it may use"
+        return f"this process {cpu.process_pct / 100:.1f} of the {cores_text(cpu.usable_cores)} it may use"
     return f"{cpu.busy_cores:.1f} of {cpu.cores} busy"
 
 

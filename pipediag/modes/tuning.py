@@ -219,6 +219,7 @@ def facts_for(dataset, *, ram_budget_bytes: int | None, fill_budget_seconds: flo
     return rules.TuningFacts(
         cores=container.whole_cores,
         cpu_limit=container.cpu_text() if container.cpu_limited else None,
+        default_threads=container.affinity_cores,
         ram_budget_bytes=ram_budget_bytes or int(available * 0.5),
         fill_budget_seconds=fill_budget_seconds,
         latency_bound=latency_bound,

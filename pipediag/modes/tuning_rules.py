@@ -81,6 +81,9 @@ class TuningFacts:
     map_parallelization_on: bool = True
     prefetch_injected: bool = False  # TensorFlow's inject_prefetch will end a synchronous pipeline with a prefetch
     cpu_limit: str | None = None  # "the container's CPU quota (2.0 cores), not the host's 64"; None: the host's
+    # tf.data's default private thread pool: one thread per core TensorFlow may be scheduled on
+    # (sched_getaffinity), which a CPU quota does not change; None: `cores`.
+    default_threads: int | None = None
 
 
 def parallel_map_changes(stages: list[Stage], facts: TuningFacts) -> list[Change]:
@@ -383,7 +386,7 @@ def threading_change(facts: TuningFacts) -> Change:
         stage=None,
         node=None,
         description=f"options.threading.private_threadpool_size = {LATENCY_THREADPOOL_SIZE} "
-        f"(default: {facts.cores}, one per core), so AUTOTUNE can keep more slow reads in flight",
+        f"(default: {facts.default_threads or facts.cores}, one per core), so AUTOTUNE can keep more slow reads in flight",
         applied=True,
         details={"private_threadpool_size": LATENCY_THREADPOOL_SIZE},
     )

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipediag.environment import Environment
-from pipediag.samples.container import ContainerLimits
+from pipediag.samples.container import ContainerLimits, cores_text
 
 
 def limits_rows(c: ContainerLimits) -> list[tuple[str, str]]:
@@ -21,7 +21,7 @@ def limits_rows(c: ContainerLimits) -> list[tuple[str, str]]:
     else:
         how = c.quota_reason or "no limit"
     if c.cpu_limited:
-        cpu = f"{c.effective_cores:g} cores: {how}, of the host's {c.host_cores}"
+        cpu = f"{cores_text(c.effective_cores)}: {how}, of the host's {c.host_cores}"
     else:
         cpu = f"the host's {c.host_cores} cores: {how}"
     if c.quota_cores is not None and c.cpu_source != "quota":

@@ -133,6 +133,11 @@ class Throttling:
         return cls(**{k: v for k, v in d.items() if k != "throttled_frac"})
 
 
+def cores_text(cores: float) -> str:
+    """`1 core`, `2.5 cores`."""
+    return f"{cores:g} core{'' if cores == 1 else 's'}"
+
+
 def throttling(before: ThrottleCounters, after: ThrottleCounters, span_s: float,
                quota_cores: float | None) -> Throttling | None:
     """The delta between two readings; None when the counters went back (the cgroup was remade)."""

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from pipediag.analysis.modes import ModeSummary
-from pipediag.samples.container import ContainerLimits, Throttling
+from pipediag.samples.container import ContainerLimits, Throttling, cores_text
 from pipediag.verdict import thresholds as T
 
 # The modes whose throttling the evidence names first: the fed pipeline is the one the verdict is
@@ -44,7 +44,7 @@ def container_evidence(modes: dict[str, ModeSummary | None],
     limit = container.cpu_text()
     if container.cpu_source != "quota":
         # A cpuset or an affinity mask does not throttle: it just has fewer cores to offer.
-        return [f"this process may run on {container.effective_cores:g} cores: {limit}; CPU use is judged "
+        return [f"this process may run on {cores_text(container.effective_cores)}: {limit}; CPU use is judged "
                 "against those"], facts
     facts["cpu_quota_cores"] = container.quota_cores
     hot = [(name, throttled(modes.get(name))) for name in _ORDER if throttled(modes.get(name)) is not None]

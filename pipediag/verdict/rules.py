@@ -31,7 +31,7 @@ from pipediag.analysis.buffers import BufferEstimate
 from pipediag.analysis.gpu import Gpm
 from pipediag.analysis.modes import InputSideCpu, ModeSummary, rate_ratio, input_side_cpu
 from pipediag.analysis.handover import Handover
-from pipediag.samples.container import ContainerLimits
+from pipediag.samples.container import ContainerLimits, cores_text
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.container import with_container
 from pipediag.verdict.handover_edge import handover_edge, handover_facts, host_edge_verdict
@@ -100,7 +100,7 @@ def classify_cpu(side: InputSideCpu) -> CpuPattern:
     per_core = f"per core {_cores(w.per_core_pct)}"
     cores = w.usable_cores
     if cores < w.cores:  # a container's quota, cpuset or affinity: judged against what it may use
-        busy = f"this process {own:.1f} of the {cores:g} cores it may use (the host has {w.cores})"
+        busy = f"this process {own:.1f} of the {cores_text(cores)} it may use (the host has {w.cores})"
         what = "all the cores it may use saturated"
     else:
         busy = f"this process {own:.1f} of {w.cores} cores"

@@ -54,7 +54,7 @@ def test_one_core_busy_under_a_one_core_quota_is_saturated_not_a_serial_stage():
     in_quota = classify_cpu(InputSideCpu(replace(waiting, effective_cores=1.0), "while the step waited"))
     assert on_host.kind == "one_core"  # on the whole host, one core of two: a serial stage
     assert in_quota.kind == "saturated"
-    assert "this process 1.0 of the 1 cores it may use (the host has 2)" in in_quota.text
+    assert "this process 1.0 of the 1 core it may use (the host has 2)" in in_quota.text
 
 
 def test_throttling_evidence_names_the_quota_not_the_hosts_cores():
@@ -188,3 +188,13 @@ def test_a_modes_throttling_comes_from_its_samples():
     no_quota = summarize(run, replace(log, container=HOST))
     assert no_quota.throttling is None and no_quota.throttling_reason == "no CPU quota: nothing throttles"
     assert within_limit(None, log) is None
+
+
+def test_a_cpuset_limit_is_named_without_throttling():
+    cpuset = replace(HOST, host_cores=64, affinity_cores=4, cpuset_cores=4)
+    modes = input_bound(container=cpuset)
+    v = decide(modes, container=cpuset)
+    assert ("this process may run on 4 cores: the container's cpuset (4 cores), not the host's 64; CPU use is judged "
+            "against those") in v.evidence
+    assert "throttled_mode" not in v.facts
+    assert not any(f.kind == "cpu_quota" for f in recommend(v, modes, [], gpu_present=False, container=cpuset).fixes)

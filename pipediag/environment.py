@@ -146,8 +146,9 @@ def _with_warnings(env: Environment) -> Environment:
     if env.cpu_logical < 2:
         warnings.append("only one CPU core: the input pipeline and the step share it, so every mode competes for it")
     elif env.container is not None and env.container.effective_cores < 2:
-        warnings.append(f"only {env.container.effective_cores:g} CPU core(s) for this process ({env.container.cpu_text()}): "
-                        "the input pipeline and the step share it, so every mode competes for it")
+        warnings.append(f"only {env.container.effective_cores:g} CPU core(s) for this process "
+                        f"({env.container.cpu_text()}): the input pipeline and the step share it, so every mode "
+                        "competes for it")
     if sys.version_info < (3, 10):
         warnings.append("Python older than 3.10 is not supported")
     return replace(env, warnings=tuple(warnings))

@@ -386,7 +386,8 @@ def threading_change(facts: TuningFacts) -> Change:
         stage=None,
         node=None,
         description=f"options.threading.private_threadpool_size = {LATENCY_THREADPOOL_SIZE} "
-        f"(default: {facts.default_threads or facts.cores}, one per core), so AUTOTUNE can keep more slow reads in flight",
+        f"(default: {facts.default_threads or facts.cores}, one per core), so AUTOTUNE can keep more slow reads in "
+        "flight",
         applied=True,
         details={"private_threadpool_size": LATENCY_THREADPOOL_SIZE},
     )

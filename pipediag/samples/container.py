@@ -453,7 +453,10 @@ def _cpuset(mounts: list[_Mount], paths: _Paths) -> int | None:
     leaf = _cgroup_dir(mount, path)
     # v2 and v1 name the CPUs a cgroup may really use (after its parents' restrictions) differently;
     # a v2 cgroup's own cpuset.cpus may be empty (it inherits), so the effective list comes first.
-    names = ("cpuset.cpus.effective", "cpuset.cpus") if mount.version == "v2" else ("cpuset.effective_cpus", "cpuset.cpus")
+    if mount.version == "v2":
+        names = ("cpuset.cpus.effective", "cpuset.cpus")
+    else:
+        names = ("cpuset.effective_cpus", "cpuset.cpus")
     for name in names:
         text = _read(leaf / name)
         if text is not None and text.strip():

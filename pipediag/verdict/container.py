@@ -71,11 +71,6 @@ def container_evidence(modes: dict[str, ModeSummary | None],
     return [text], facts
 
 
-def quota_bound(facts: dict[str, Any]) -> bool:
-    """The verdict's facts say a mode that reads the pipeline ran at the container's CPU quota."""
-    return facts.get("throttled_mode") in ("pipeline", "input_only", "tuned")
-
-
 def with_container(verdict, modes: dict[str, ModeSummary | None], container: ContainerLimits | None):
     """The verdict with the container's evidence and facts added (verdict.rules.Verdict)."""
     lines, facts = container_evidence(modes, container)

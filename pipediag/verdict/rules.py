@@ -1,8 +1,9 @@
 """The verdict: from per-mode numbers to one bottleneck, a confidence, and evidence lines.
 
 Order of the rules (first match wins), each explained in docs/verdict.md:
-1. memory  — a mode ran out of memory; host memory nearly exhausted; the pipeline's shuffle
-             buffers alone hold more than the RAM budget (or the host's memory).
+1. memory  — a mode ran out of memory; host memory nearly exhausted; this process's RSS within
+             5% of the container's memory limit; the pipeline's shuffle buffers alone hold more
+             than the RAM budget (or the container's memory limit, or the host's memory).
 2. inconclusive — the modes that decide did not measure enough steps.
 3. input   — the pipeline alone is clearly slower than the free step and the fed step is slowed
              accordingly; or the fed step waited for input >= 20% of the time (high), or >= 5%
@@ -17,6 +18,9 @@ Order of the rules (first match wins), each explained in docs/verdict.md:
              was busy, but while it was, fewer than 25% of its SMs had work: small kernels.
 6. compute — the step itself is the limit; with GPM, memory-bandwidth-bound when DRAM bandwidth
              is >= 50% of peak while no arithmetic pipe is busy 30% of the time.
+CPU use is judged against the cores this process may use (a container's quota, cpuset or
+affinity), and every verdict gets the container's CPU limit as evidence: a mode throttled in
+>= 25% of its CFS periods ran at its quota (verdict.container).
 """
 
 from __future__ import annotations

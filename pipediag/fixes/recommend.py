@@ -299,8 +299,16 @@ def _quota_fix(verdict: Verdict, modes: dict[str, ModeSummary | None], container
     basis = (f"not measured: throttled {100 * t.throttled_frac:.0f}% of periods in {name} mode: "
              f"{container.cpu_text()}, limits the {'step' if name == 'synthetic' else 'pipeline'}")
     if needed is not None and whole > container.quota_cores:
-        basis += (f"; feeding the step at its free rate takes about {needed:.1f} cores (the step's own CPU with free "
-                  "input, plus the pipeline's CPU per batch measured alone, times the free rate)")
+        capped = throttled(modes.get("synthetic")) is not None
+        basis += (f"; feeding the step at its free rate takes {'at least ' if capped else ''}about {needed:.1f} cores "
+                  "(the step's own CPU with free input, plus the pipeline's CPU per batch measured alone, times the "
+                  "free rate)")
+        if capped:
+            basis += ("; a lower bound: the quota capped the step itself too (synthetic mode throttled), so its own "
+                      "CPU and free rate were measured below what more cores would give")
+        if needed > container.host_cores:
+            basis += (f"; more than this host's {container.host_cores} cores: only tf.data service, on other hosts' "
+                      "CPUs, can give that much")
     else:
         whole = None  # the estimate does not exceed the quota, or is unknown: no number to give
     return _fix("cpu_quota", None, basis, cores_needed=whole, quota_cores=container.quota_cores,

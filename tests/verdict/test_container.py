@@ -117,6 +117,11 @@ def test_the_quota_fix_raises_it_with_the_cores_the_step_needs():
     assert "about 4.3 cores" in fix.basis and "docker run --cpus=5" in fix.code
     assert "pipediag scale data.py:make --workers 1,2" in fix.code
     assert fix.basis.startswith("not measured: throttled 63% of periods in pipeline mode")
+    assert "more than this host's 2 cores: only tf.data service" in fix.basis and "lower bound" not in fix.basis
+    capped = input_bound(frac_synthetic=0.9)
+    basis = next(f for f in recommend(decide(capped, container=QUOTA_1_OF_2), capped, [], gpu_present=False,
+                                      container=QUOTA_1_OF_2).fixes if f.kind == "cpu_quota").basis
+    assert "takes at least about 4.3 cores" in basis and "a lower bound: the quota capped the step itself" in basis
 
 
 def test_the_quota_fix_sizes_tf_data_to_the_quota_never_above_it():

@@ -141,7 +141,7 @@ def diagnose(
                       clock_ns=clock_ns)
 
     progress.phase("reading the environment")
-    state.environment = collect(nvml_lib=nvml_lib)
+    state.environment = collect(nvml_lib=nvml_lib, container=sampler.container)
     sampler.start()
     watchdog = Watchdog(stall_timeout_s)
     try:
@@ -319,7 +319,8 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         input_side = summarize(state.runs["input_only"], log) if "input_only" in state.runs else measured
         side = input_side_cpu(measured, input_side if "input_only" in state.runs else None)
         facts = facts_for(dataset, ram_budget_bytes=ram_budget_bytes, fill_budget_seconds=rule.max_seconds,
-                          latency_bound=side is not None and classify_cpu(side).kind == "idle")
+                          latency_bound=side is not None and classify_cpu(side).kind == "idle",
+                          container=sampler.container)
         plan = plan_tuning(dataset, facts, input_batches_per_sec=input_side.batches_per_sec, clock_ns=clock_ns)
         state.candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
         state.tuning = tuple(plan.changes)
@@ -423,7 +424,7 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
     if "synthetic" in summaries:
         verdict = decide(summaries, gpu_expected=bool(state.environment and state.environment.gpus),
                          buffers=shuffle_buffers(state.stages), ram_budget_bytes=ram_budget_bytes,
-                         handover=state.handover)
+                         handover=state.handover, container=log.container)
         if not complete:
             verdict = replace(
                 verdict,
@@ -444,6 +445,7 @@ def _conclude(state: _Run, log, rule: StopRule, batch_size, batch_format, elapse
             framework=framework,
             stages=state.stages, scale_command=scale_command,
             slow_stage=None if state.anatomy is None else state.anatomy.bottleneck_stage,
+            container=log.container,
         )
         notes += list(recommendation.withheld)
     return Diagnosis(
@@ -510,4 +512,4 @@ def _edges_on_the_line(state: _Run, log) -> list[dict]:
     if "synthetic" not in state.runs or "pipeline" not in state.runs:
         return []
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
-    return straddling(decide(summaries).facts)
+    return straddling(decide(summaries, container=log.container).facts)

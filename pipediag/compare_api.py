@@ -292,7 +292,8 @@ def _saved_numbers(saved: Diagnosis, kind: str, scale: float) -> SideNumbers | N
         steps=m.steps,
         input_wait_frac=m.input_wait_frac if kind == FED else None,
         usage=Usage(samples=m.samples, cpu_util_pct=m.cpu_util_pct, process_cpu_pct=m.process_cpu_pct,
-                    gpu_util_pct=m.gpu_util_pct, gpu_util_reason=m.gpu_util_reason),
+                    gpu_util_pct=m.gpu_util_pct, gpu_util_reason=m.gpu_util_reason,
+                    throttling=m.throttling, throttling_reason=m.throttling_reason),
     )
 
 

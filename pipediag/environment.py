@@ -12,6 +12,7 @@ from typing import Any
 import psutil
 
 from pipediag._version import __version__
+from pipediag.samples.container import ContainerLimits, read_limits
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.readings import GpuDevice
 
@@ -36,6 +37,12 @@ class Environment:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     gpm_supported: bool | None = None  # GPM (Hopper+ SM/tensor/DRAM activity); None without a GPU
     gpm_reason: str | None = None  # why not, when not
+    container: ContainerLimits | None = None  # this process's effective CPU and memory limits (cgroups)
+
+    @property
+    def effective_cores(self) -> float:
+        """The cores this process may use: the container's limit, else the host's logical cores."""
+        return self.container.effective_cores if self.container is not None else float(self.cpu_logical)
 
     @property
     def tf_gpu_without_memory_growth(self) -> bool:
@@ -44,7 +51,9 @@ class Environment:
         return bool(growth) and not all(growth) and not forced
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["container"] = None if self.container is None else self.container.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Environment:
@@ -54,6 +63,8 @@ class Environment:
         d["tensorflow_gpu_memory_growth"] = None if growth is None else tuple(growth)
         d["gpus"] = tuple(GpuDevice(**g) for g in d.get("gpus", ()))
         d["warnings"] = tuple(d.get("warnings", ()))
+        if d.get("container") is not None:
+            d["container"] = ContainerLimits.from_dict(d["container"])
         return cls(**d)
 
     def for_step(self, framework: str | None) -> Environment:
@@ -71,12 +82,16 @@ class Environment:
             a, b = getattr(self, name), getattr(other, name)
             if a != b:
                 out.append(f"{name}: {a} vs {b}")
+        if self.effective_cores != other.effective_cores:
+            out.append(f"effective cores (container limit): {self.effective_cores:g} vs {other.effective_cores:g}")
         if [g.name for g in self.gpus] != [g.name for g in other.gpus]:
             out.append(f"GPUs: {[g.name for g in self.gpus]} vs {[g.name for g in other.gpus]}")
         return out
 
 
-def collect(*, with_tensorflow: bool = True, nvml_lib: Any | None = None) -> Environment:
+def collect(*, with_tensorflow: bool = True, nvml_lib: Any | None = None,
+            container: ContainerLimits | None = None) -> Environment:
+    """`container`: the limits already read (a diagnosis reads them once); default: read now."""
     reader = GpuReader(nvml_lib).open()
     gpus, driver, reason = reader.devices, reader.driver_version, reader.unavailable_reason
     gpm = reader.gpm_available if reader.available else None
@@ -109,6 +124,7 @@ def collect(*, with_tensorflow: bool = True, nvml_lib: Any | None = None) -> Env
         gpu_unavailable_reason=reason,
         gpm_supported=gpm,
         gpm_reason=gpm_reason,
+        container=container if container is not None else read_limits(),
     )
     return _with_warnings(env)
 
@@ -129,6 +145,10 @@ def _with_warnings(env: Environment) -> Environment:
         )
     if env.cpu_logical < 2:
         warnings.append("only one CPU core: the input pipeline and the step share it, so every mode competes for it")
+    elif env.container is not None and env.container.effective_cores < 2:
+        warnings.append(f"only {env.container.effective_cores:g} CPU core(s) for this process "
+                        f"({env.container.cpu_text()}): the input pipeline and the step share it, so every mode "
+                        "competes for it")
     if sys.version_info < (3, 10):
         warnings.append("Python older than 3.10 is not supported")
-    return Environment(**{**asdict(env), "gpus": env.gpus, "warnings": tuple(warnings)})
+    return replace(env, warnings=tuple(warnings))

@@ -11,6 +11,7 @@ starts nothing. Library code: it returns an object and prints nothing.
 from __future__ import annotations
 
 import gc
+import math
 import signal
 import threading
 import time
@@ -35,10 +36,21 @@ from pipediag.samples.gpu import GpuReader
 from pipediag.samples.selection import GpuSelection
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
 from pipediag.scaling import CountResult, ScaleResult, ServiceInfo
+from pipediag.samples.container import ContainerLimits, read_limits
 from pipediag.service.cluster import LocalCluster, ServerInfo, Shutdown, host_cores, parse_address, probe
 from pipediag.steps.step import BATCH_FORMATS, Step
 
 DEFAULT_ACCELERATORS = (1, 8)
+
+
+def plan_cores(host: int, container: ContainerLimits) -> int:
+    """The whole cores the capacity plan may count: the host's, or fewer under a container's
+    limit (a 2.5-core quota gives 2 workers a core each, not 3: the third would share the quota)."""
+    return max(1, min(host, math.floor(container.effective_cores + 1e-9)))
+
+
+def container_limit_text(container: ContainerLimits | None) -> str | None:
+    return container.cpu_text() if container is not None and container.cpu_limited else None
 
 
 def default_workers(worker_cores: int, cores: int) -> tuple[int, ...]:
@@ -170,6 +182,8 @@ def scale(
     gone — does the same with status "stalled".
     """
     cores = host_cores()
+    container = read_limits()
+    usable = plan_cores(len(cores), container)
     if model is not None and step is not None:
         raise UsageError("give a model or a step, not both", "--model for a Keras model, --step for your own step")
     if batch_format not in BATCH_FORMATS:
@@ -184,7 +198,7 @@ def scale(
     if worker_cores < 1 or worker_cores > len(cores):
         raise UsageError(f"--worker-cores {worker_cores}: this host has {len(cores)} core(s) to pin workers to",
                          f"give 1 to {len(cores)}")
-    counts = tuple(sorted(set(workers))) if workers else default_workers(worker_cores, len(cores))
+    counts = tuple(sorted(set(workers))) if workers else default_workers(worker_cores, usable)
     if any(n < 1 for n in counts) or any(a < 1 for a in accelerators) or (remote_workers is not None and remote_workers < 1):
         raise UsageError("worker and accelerator counts must be positive", "e.g. --workers 1,2,4 --accelerators 1,8")
     if compute_rate is not None and compute_rate <= 0:
@@ -198,11 +212,11 @@ def scale(
     label = label or getattr(builder, "__name__", type(builder).__name__)
     state = _Run(target=label)
     sampler = Sampler(gpu_reader=GpuReader(nvml_lib, gpus=GpuSelection.choose(gpus)), hz=sample_hz,
-                      clock_ns=clock_ns)
+                      clock_ns=clock_ns, container=container)
     with _Interrupts() as interrupts:
         progress = _Checked(progress or SilentProgress(), interrupts)
         progress.phase("reading the environment")
-        state.environment = collect(nvml_lib=nvml_lib)
+        state.environment = collect(nvml_lib=nvml_lib, container=container)
         sampler.start()
         watchdog = Watchdog(stall_timeout_s)
         try:
@@ -237,7 +251,7 @@ def scale(
             log = sampler.stop()
     if sampler.error is not None:
         state.notes.append(f"the sampler stopped early: {type(sampler.error).__name__}: {sampler.error}")
-    return _conclude(state, log, rule, cores, worker_cores, remote, remote_workers, processing_mode, accelerators,
+    return _conclude(state, log, rule, usable, worker_cores, remote, remote_workers, processing_mode, accelerators,
                      compute_rate, batch_size, batch_format, counts, (clock_ns() - started) / 1e9)
 
 
@@ -459,7 +473,7 @@ def _release() -> None:
     gc.collect()
 
 
-def _conclude(state: _Run, log, rule: StopRule, cores: list[int], worker_cores: int, remote: bool,
+def _conclude(state: _Run, log, rule: StopRule, cores: int, worker_cores: int, remote: bool,
               remote_workers: int | None, processing_mode: str, accelerators, compute_rate, batch_size,
               batch_format, counts, elapsed_s: float) -> ScaleResult:
     modes = {name: summarize(run, log) for name, run in state.runs.items()}
@@ -469,7 +483,7 @@ def _conclude(state: _Run, log, rule: StopRule, cores: list[int], worker_cores: 
         input_run, fed_run = record.get("input_only"), record.get("fed")
         results.append(CountResult(
             workers=n,
-            placement=REMOTE if n is None else placement(n, worker_cores, len(cores)),
+            placement=REMOTE if n is None else placement(n, worker_cores, cores),
             input_only=None if input_run is None else summarize(input_run, log),
             fed=None if fed_run is None else summarize(fed_run, log),
             input_only_run=input_run,
@@ -492,14 +506,14 @@ def _conclude(state: _Run, log, rule: StopRule, cores: list[int], worker_cores: 
             transfer_worker_busy=worker_busy(state.transfer_worker_cpu, None if remote else worker_cores),
             transfer_client_busy=None if modes.get("transfer") is None or modes["transfer"].process_cpu_pct is None
             else modes["transfer"].process_cpu_pct / 100.0,
-            accelerators=accelerators, worker_cores=None if remote else worker_cores, host_cores=len(cores),
+            accelerators=accelerators, worker_cores=None if remote else worker_cores, host_cores=cores,
             remote=remote, remote_workers=remote_workers,
         )
     if transfer is not None or count_rates:
         overhead = service_overhead(
             transfer=transfer, transfer_workers=state.transfer_workers, transfer_worker_cpu_pct=state.transfer_worker_cpu,
             batch_bytes=state.element.batch_bytes if state.element else None, local=local, counts=count_rates,
-            worker_cores=worker_cores, host_cores=len(cores), remote=remote,
+            worker_cores=worker_cores, host_cores=cores, remote=remote,
         )
     visit_workers = remote_workers if remote else (max(c.workers for c in results) if results else None)
     service_info = None
@@ -535,7 +549,8 @@ def _conclude(state: _Run, log, rule: StopRule, cores: list[int], worker_cores: 
         settings={
             "workers": None if remote else list(counts),
             "worker_cores": None if remote else worker_cores,
-            "host_cores": len(cores),
+            "host_cores": cores,  # the cores the plan counts: the container's limit, when lower
+            "cpu_limit": container_limit_text(log.container),
             "service": "remote" if remote else "local",
             "remote_workers": remote_workers,
             "processing_mode": processing_mode,

@@ -5,7 +5,8 @@ import pytest
 
 from pipediag.errors import UsageError
 from pipediag.modes.runner import StopRule
-from pipediag.scale import default_workers, scale
+from pipediag.samples.container import ContainerLimits
+from pipediag.scale import default_workers, plan_cores, scale
 from pipediag.scaling import ScaleResult
 from pipediag.service.cluster import LocalCluster, alive, listening
 from tests.fixtures import pipelines
@@ -22,6 +23,15 @@ def test_default_workers_are_powers_of_two_within_the_cores():
     assert default_workers(1, 8) == (1, 2, 4, 8)
     assert default_workers(2, 6) == (1, 2)
     assert default_workers(4, 2) == (1,)
+
+
+def test_the_plan_counts_the_whole_cores_a_container_allows():
+    limits = ContainerLimits(host_cores=64, affinity_cores=64, cpuset_cores=None, quota_cores=2.5, quota_reason=None,
+                             cgroup="v2", memory_limit_bytes=None, memory_reason="no memory limit")
+    assert plan_cores(64, limits) == 2  # a third worker would share the quota, not have a core of its own
+    assert default_workers(1, plan_cores(64, limits)) == (1, 2)
+    assert plan_cores(64, ContainerLimits(**{**limits.__dict__, "quota_cores": 0.5})) == 1
+    assert plan_cores(16, ContainerLimits(**{**limits.__dict__, "quota_cores": None, "quota_reason": "none"})) == 16
 
 
 def test_local_service_is_measured_planned_and_stopped():

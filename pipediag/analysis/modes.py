@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from pipediag import stats
 from pipediag.analysis.gpu import GpuWindow, PeakMemory, gpu_windows, peak_memory
 from pipediag.analysis.waiting import CpuWhileWaiting, cpu_while_waiting
 from pipediag.modes.runner import ErrorInfo, ModeRun
-from pipediag.samples.readings import SampleLog
+from pipediag.samples.container import Throttling, throttling
+from pipediag.samples.readings import Sample, SampleLog
 
 NS_PER_MS = 1e6
 
@@ -51,6 +52,18 @@ class ModeSummary:
     new_shape_steps_ms: tuple[float, ...] = ()
     # Every GPU the job used, in detail, when it used more than one (`gpu` is the first of them).
     gpus: tuple[GpuWindow, ...] = ()
+    # The container's limit (docs/verdict.md, "The container"): the cores this process may use,
+    # and what its CPU quota did during the mode (None with the reason where there is no quota).
+    effective_cores: float | None = None
+    throttling: Throttling | None = None
+    throttling_reason: str | None = None
+
+    @property
+    def cores(self) -> float | None:
+        """The cores this mode could use: the container's effective ones, else the host's sampled."""
+        if self.effective_cores is not None:
+            return self.effective_cores
+        return float(len(self.cpu_per_core_pct)) if self.cpu_per_core_pct else None
 
     @property
     def measured(self) -> bool:
@@ -59,6 +72,7 @@ class ModeSummary:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["step_ms"] = {"median": self.step_ms_median, "p90": self.step_ms_p90, "median_ci": self.step_ms_median_ci}
+        d["throttling"] = None if self.throttling is None else self.throttling.to_dict()
         return d
 
 
@@ -98,6 +112,7 @@ def summarize(run: ModeRun, log: SampleLog) -> ModeSummary:
     else:
         gpu_reason = None
     cores = len(samples[0].cpu.per_core_pct) if samples else 0
+    throttled, throttled_reason = throttling_in(samples, log)
     iowaits = [s.cpu.iowait_pct for s in samples if s.cpu.iowait_pct is not None]
     return ModeSummary(
         name=run.name,
@@ -118,7 +133,7 @@ def summarize(run: ModeRun, log: SampleLog) -> ModeSummary:
         cpu_per_core_pct=tuple(_mean([s.cpu.per_core_pct[k] for s in samples]) for k in range(cores)) if samples else None,
         process_cpu_pct=_mean([s.cpu.process_pct for s in samples]),
         iowait_pct=_mean(iowaits),
-        cpu_while_waiting=cpu_while_waiting(run, samples, int(log.interval_s * 1e9)),
+        cpu_while_waiting=within_limit(cpu_while_waiting(run, samples, int(log.interval_s * 1e9)), log),
         gpu_util_pct=_mean(gpu_util),
         gpu_util_reason=gpu_reason,
         gpu_memory_used_max_bytes=top[0] if top else None,
@@ -133,7 +148,35 @@ def summarize(run: ModeRun, log: SampleLog) -> ModeSummary:
         compute_ms_median_ci=_ms_ci(stats.median_ci(run.compute_ns)) if n else None,
         new_shape_steps_ms=tuple(ns / NS_PER_MS for ns in run.new_shape_steps_ns),
         gpus=windows if len(windows) > 1 else (),
+        effective_cores=None if log.container is None else log.container.effective_cores,
+        throttling=throttled,
+        throttling_reason=throttled_reason,
     )
+
+
+def within_limit(waiting: CpuWhileWaiting | None, log: SampleLog) -> CpuWhileWaiting | None:
+    """The CPU picture with the container's effective cores, against which it is judged."""
+    if waiting is None or log.container is None:
+        return waiting
+    return replace(waiting, effective_cores=log.container.effective_cores)
+
+
+def throttling_in(samples: tuple[Sample, ...], log: SampleLog) -> tuple[Throttling | None, str | None]:
+    """What the CPU quota did over a window: the counters' delta between its first and last sample
+    that read them (the sampler reads them with the CPU), or None with the reason."""
+    container = log.container
+    if container is None:
+        return None, "the container's limits were not read (a file from an older pipediag)"
+    if container.cpu_stat_path is None:
+        return None, container.throttle_reason or "no CPU quota"
+    read = [s for s in samples if s.throttle is not None]
+    if len(read) < 2:
+        return None, "fewer than two samples read the throttling counters in this mode's window"
+    first, last = read[0], read[-1]
+    delta = throttling(first.throttle, last.throttle, (last.time_ns - first.time_ns) / 1e9, container.quota_cores)
+    if delta is None:
+        return None, "the throttling counters went back during the mode (the cgroup was recreated)"
+    return delta, None
 
 
 def _ms_ci(ci: tuple[float, float] | None) -> tuple[float, float] | None:
@@ -191,6 +234,8 @@ def summary_from_dict(d: dict[str, Any]) -> ModeSummary:
     d["gpus"] = tuple(GpuWindow.from_dict(g) for g in d.get("gpus") or ())
     if d.get("peak_memory") is not None:
         d["peak_memory"] = PeakMemory(**d["peak_memory"])
+    if d.get("throttling") is not None:
+        d["throttling"] = Throttling.from_dict(d["throttling"])
     return ModeSummary(**d)
 
 
@@ -220,6 +265,7 @@ def input_side_cpu(pipeline: ModeSummary | None, input_only: ModeSummary | None)
             process_pct=input_only.process_cpu_pct or 0.0,
             iowait_pct=input_only.iowait_pct,
             cores=len(per_core),
+            effective_cores=input_only.effective_cores,
         )
         return InputSideCpu(alone, "while the pipeline ran alone (input_only mode)")
     if waiting is not None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pipediag.samples.container import Throttling, throttling
 from pipediag.samples.readings import Sample, SampleLog
 
 
@@ -21,12 +22,21 @@ class Usage:
     process_cpu_pct: float | None  # 100 = one core
     gpu_util_pct: float | None  # GPU 0, NVML utilization
     gpu_util_reason: str | None  # why gpu_util_pct is None
+    # The container's CPU quota over the windows together (summed deltas); None with the reason
+    # where there is no quota or its counters were not read (docs/verdict.md, "The container").
+    throttling: Throttling | None = None
+    throttling_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["throttling"] = None if self.throttling is None else self.throttling.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Usage:
+        d = dict(d)
+        if d.get("throttling") is not None:
+            d["throttling"] = Throttling.from_dict(d["throttling"])
         return cls(**d)
 
 
@@ -53,10 +63,35 @@ def usage(log: SampleLog, windows: Sequence[tuple[int, int]]) -> Usage:
         reason = log.gpu_metric_reasons.get("util_pct") or "NVML gave no utilization"
     else:
         reason = None
+    throttled, throttled_reason = throttling_over(log, windows)
     return Usage(
         samples=len(samples),
         cpu_util_pct=_mean([s.cpu.total_pct for s in samples]),
         process_cpu_pct=_mean([s.cpu.process_pct for s in samples]),
         gpu_util_pct=_mean(gpu),
         gpu_util_reason=reason,
+        throttling=throttled,
+        throttling_reason=throttled_reason,
     )
+
+
+def throttling_over(log: SampleLog, windows: Sequence[tuple[int, int]]) -> tuple[Throttling | None, str | None]:
+    """The quota's counters summed over the windows: each window's delta between its first and
+    last sample that read them (another side's turn between windows is not counted)."""
+    container = log.container
+    if container is None:
+        return None, "the container's limits were not read"
+    if container.cpu_stat_path is None:
+        return None, container.throttle_reason or "no CPU quota"
+    deltas = []
+    for start, end in windows:
+        read = [s for s in log.between(start, end) if s.throttle is not None]
+        if len(read) >= 2:
+            delta = throttling(read[0].throttle, read[-1].throttle, (read[-1].time_ns - read[0].time_ns) / 1e9,
+                               container.quota_cores)
+            if delta is not None:
+                deltas.append(delta)
+    if not deltas:
+        return None, "no window held two samples that read the throttling counters"
+    return Throttling(sum(d.periods for d in deltas), sum(d.throttled_periods for d in deltas),
+                      sum(d.throttled_s for d in deltas), sum(d.span_s for d in deltas), container.quota_cores), None

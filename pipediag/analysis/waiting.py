@@ -22,7 +22,13 @@ class CpuWhileWaiting:
     per_core_pct: tuple[float, ...]
     process_pct: float  # this process; 100 = one core
     iowait_pct: float | None
-    cores: int
+    cores: int  # the host's, as sampled
+    effective_cores: float | None = None  # the container's limit (quota, cpuset, affinity), when read
+
+    @property
+    def usable_cores(self) -> float:
+        """The cores the pipeline could have used: the container's limit, else the host's."""
+        return self.effective_cores if self.effective_cores is not None else float(self.cores)
 
 
 def waiting_intervals(run: ModeRun) -> list[tuple[int, int]]:

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from pipediag.analysis.modes import summarize
+from pipediag.analysis.modes import summarize, within_limit
 from pipediag.analysis.waiting import cpu_during
 from pipediag.backends.tf import keras, tf
 from pipediag.callbacks.fit_steps import FitSteps
@@ -218,6 +218,7 @@ class InputMonitor(keras.callbacks.Callback):
 
     def _build(self, status: str, log) -> Diagnosis:
         from pipediag.fixes.recommend import recommend
+        from pipediag.verdict.container import with_container
         from pipediag.verdict.pipeline_only import decide_pipeline_only
 
         steps = self._steps
@@ -228,15 +229,17 @@ class InputMonitor(keras.callbacks.Callback):
             inside = tuple(s for s in log.samples if any(lo <= s.time_ns <= hi for lo, hi in windows))
             summary = summarize(run, replace(log, samples=inside))
             waiting = cpu_during(steps.wait_intervals(steps.warmup_steps), inside, int(log.interval_s * 1e9))
-            summary = replace(summary, cpu_while_waiting=waiting)
+            summary = replace(summary, cpu_while_waiting=within_limit(waiting, log))
             runs, modes = {"pipeline": run}, {"pipeline": summary}
-        verdict = decide_pipeline_only(modes.get("pipeline"), self._unsupported)
+        verdict = with_container(decide_pipeline_only(modes.get("pipeline"), self._unsupported), modes,
+                                 log.container)
         if status != "complete":
             verdict = replace(verdict, confidence="low",
                               evidence=verdict.evidence + ("fit was interrupted: this verdict uses the steps before",))
         env = self._environment
         recommendation = recommend(verdict, modes, [], gpu_present=bool(env.gpus),
-                                   tf_gpu_without_memory_growth=env.tf_gpu_without_memory_growth)
+                                   tf_gpu_without_memory_growth=env.tf_gpu_without_memory_growth,
+                                   container=log.container)
         notes = ["for fixes measured on your pipeline and naming its stages, run `pipediag diagnose` on the function "
                  "that builds your dataset, with --model for the function that builds your model"]
         if self._unsupported:

@@ -7,10 +7,12 @@ itself are written for the step's framework (`framework=` jax, torch or tensorfl
 
 from __future__ import annotations
 
+import math
+
 FIX_KINDS = (
     "prefetch", "parallel_map", "interleave", "cache", "vectorize_map", "snapshot", "tf_data_service",
     "mixed_precision", "xla", "batch_size", "memory_growth", "threading", "gradient_accumulation", "allocator",
-    "shuffle_buffer", "decode_crop", "steps_per_call", "device_prefetch", "batch_format",
+    "shuffle_buffer", "decode_crop", "steps_per_call", "device_prefetch", "batch_format", "cpu_quota",
 )
 
 
@@ -57,6 +59,7 @@ def title(kind: str, stage: str | None, framework: str | None = None, python: bo
         "steps_per_call": "Run several batches per compiled call: one hand-over for many steps",
         "device_prefetch": "Copy the next batch to the device while the step runs",
         "batch_format": "Hand over fewer, smaller arrays per batch",
+        "cpu_quota": "Raise the container's CPU quota, or move preprocessing off this host (tf.data service)",
     }[kind]
 
 
@@ -82,6 +85,31 @@ def _size(nbytes) -> str:
     if nbytes is None:
         return ""
     return f"~{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"~{nbytes / 2**20:.0f} MiB"
+
+
+def _cpu_quota_code(details: dict) -> str:
+    cores = details.get("cores_needed")
+    want = f"{cores}" if cores else "N"
+    lines = [
+        f"# raise the container's CPU limit{f' to about {cores} cores' if cores else ''}:",
+        f"#   docker run --cpus={want} ...",
+        f"#   Kubernetes: resources: {{requests: {{cpu: \"{want}\"}}, limits: {{cpu: \"{want}\"}}}}",
+        "# or move preprocessing off this host with tf.data service; measure it first:",
+        f"#   {details.get('command') or 'pipediag scale data.py:make_dataset --workers 1,2,4'}",
+    ]
+    quota, seen = details.get("quota_cores"), details.get("tensorflow_cores")
+    if quota and seen and seen > quota:
+        # TensorFlow sizes tf.data's thread pool and AUTOTUNE's CPU budget by the cores it may be
+        # scheduled on (sched_getaffinity), which a quota does not change.
+        whole = max(1, math.ceil(quota - 1e-9))
+        lines += [
+            f"# until then, size tf.data to the quota, not to the {seen} cores TensorFlow sees:",
+            "options = tf.data.Options()",
+            f"options.autotune.cpu_budget = {whole}",
+            f"options.threading.private_threadpool_size = {whole}",
+            "ds = ds.with_options(options)",
+        ]
+    return "\n".join(lines)
 
 
 def _shuffle_buffer_code(stage: str | None, details: dict) -> str:
@@ -270,6 +298,8 @@ def code(kind: str, stage: str | None, **details) -> str:
             "for gpu in tf.config.list_physical_devices('GPU'):\n"
             "    tf.config.experimental.set_memory_growth(gpu, True)  # before any GPU work"
         )
+    if kind == "cpu_quota":
+        return _cpu_quota_code(details)
     if kind == "threading":
         size = details.get("private_threadpool_size", 32)
         return (

@@ -22,6 +22,7 @@ I/O frees the GIL), and no measured change at that stage helped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -32,6 +33,8 @@ from pipediag.analysis.modes import ModeSummary, Ratio, input_side_cpu, rate_rat
 from pipediag.builder.stages import Stage
 from pipediag.fixes import catalog
 from pipediag.modes.changes import Change
+from pipediag.samples.container import ContainerLimits, cores_text
+from pipediag.verdict.container import throttled
 from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
 from pipediag.verdict.rules import (
     GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, MEMORY_SOURCE_BUFFERS, Verdict, classify_cpu,
@@ -111,9 +114,12 @@ def recommend(
     stages: Sequence[Stage] = (),
     scale_command: str | None = None,
     slow_stage: str | None = None,
+    container: ContainerLimits | None = None,
 ) -> Recommendation:
     """`framework`: the step's (jax, torch, tensorflow), so fixes to the step are written for it.
-    `slow_stage`: the stage the anatomy found slowest (its label), if it named one."""
+    `slow_stage`: the stage the anatomy found slowest (its label), if it named one.
+    `container`: this process's CPU and memory limits; a mode that ran at its CPU quota gets
+    the fix that raises it (or moves the work off the host)."""
     fw = framework if framework in ("jax", "torch") else "tensorflow"
     pipeline, tuned = modes.get("pipeline"), modes.get("tuned")
     applied = [c for c in changes if c.applied]
@@ -250,7 +256,63 @@ def recommend(
         tried = tuple(applied)
     if measured and verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
         fixes.extend(_handover_fixes(verdict, fw))  # after what the tuned mode measured
+    quota = _quota_fix(verdict, modes, container, scale_command)
+    if quota is not None:
+        fixes.append(quota)
     return Recommendation(tuple(_under_contention(fixes, verdict)), tried, tuple(withheld))
+
+
+def _busy_text(cpu) -> str:
+    if cpu.usable_cores < cpu.cores:  # a container's limit: this process against what it may use
+        return f"this process {cpu.process_pct / 100:.1f} of the {cores_text(cpu.usable_cores)} it may use"
+    return f"{cpu.busy_cores:.1f} of {cpu.cores} busy"
+
+
+def cores_needed(modes: dict[str, ModeSummary | None]) -> float | None:
+    """The cores that would feed the step at its free rate: the step's own (synthetic mode's
+    process CPU) plus the pipeline's CPU seconds per batch (input_only mode: CPU over rate, which a
+    quota delays but does not change) times the free rate. None when a number is missing."""
+    synthetic, alone = modes.get("synthetic"), modes.get("input_only")
+    if synthetic is None or alone is None or not synthetic.batches_per_sec or not alone.batches_per_sec:
+        return None
+    if synthetic.process_cpu_pct is None or alone.process_cpu_pct is None:
+        return None
+    per_batch = alone.process_cpu_pct / 100.0 / alone.batches_per_sec
+    return synthetic.process_cpu_pct / 100.0 + per_batch * synthetic.batches_per_sec
+
+
+def _quota_fix(verdict: Verdict, modes: dict[str, ModeSummary | None], container: ContainerLimits | None,
+               scale_command: str | None) -> Fix | None:
+    """A mode ran at the container's CPU quota (throttled in THROTTLED_FRAC of its periods or
+    more; verdict.container): more cores than the quota are what the work needs, and no tf.data
+    change makes CPU time that the quota does not give. Not for a memory verdict or no verdict."""
+    name = verdict.facts.get("throttled_mode")
+    if container is None or container.quota_cores is None or name is None:
+        return None
+    if verdict.bottleneck in ("memory", "inconclusive"):
+        return None
+    t = throttled(modes.get(name))
+    if t is None:
+        return None
+    needed = cores_needed(modes)
+    whole = math.ceil(needed - 1e-9) if needed is not None else None
+    basis = (f"not measured: throttled {100 * t.throttled_frac:.0f}% of periods in {name} mode: "
+             f"{container.cpu_text()}, limits the {'step' if name == 'synthetic' else 'pipeline'}")
+    if needed is not None and whole > container.quota_cores:
+        capped = throttled(modes.get("synthetic")) is not None
+        basis += (f"; feeding the step at its free rate takes {'at least ' if capped else ''}about {needed:.1f} cores "
+                  "(the step's own CPU with free input, plus the pipeline's CPU per batch measured alone, times the "
+                  "free rate)")
+        if capped:
+            basis += ("; a lower bound: the quota capped the step itself too (synthetic mode throttled), so its own "
+                      "CPU and free rate were measured below what more cores would give")
+        if needed > container.host_cores:
+            basis += (f"; more than this host's {container.host_cores} cores: only tf.data service, on other hosts' "
+                      "CPUs, can give that much")
+    else:
+        whole = None  # the estimate does not exceed the quota, or is unknown: no number to give
+    return _fix("cpu_quota", None, basis, cores_needed=whole, quota_cores=container.quota_cores,
+                tensorflow_cores=container.affinity_cores, command=scale_command)
 
 
 def _under_contention(fixes: list[Fix], verdict: Verdict) -> list[Fix]:
@@ -372,7 +434,8 @@ def _python_fixes(verdict: Verdict, stages: Sequence[Stage], slow_stage: str | N
 
 
 def _shuffle_buffer_fix(b: BufferEstimate, budget: float, budget_source: str | None) -> Fix:
-    whose = "the RAM budget" if budget_source == "given" else "this host's memory"
+    whose = {"given": "the RAM budget", "container_limit": "the container's memory limit"}.get(
+        budget_source, "this host's memory")
     size = b.suggested_elements(budget)
     basis = (
         f"not measured (a smaller buffer changes how well the order is mixed, which pipediag cannot judge): "
@@ -412,8 +475,8 @@ def _service_fix(verdict: Verdict, tuned: ModeSummary | None, stages: Sequence[S
         return None
     basis = (
         f"not measured: every core was busy while the step waited, and after tuning the step still waited "
-        f"{100 * tuned_wait:.0f}% of the time with the cores still full ({tuned_side.cpu.busy_cores:.1f} of "
-        f"{tuned_side.cpu.cores} busy); `pipediag scale` measures the service and how many workers it takes"
+        f"{100 * tuned_wait:.0f}% of the time with the cores still full ({_busy_text(tuned_side.cpu)}); "
+        "`pipediag scale` measures the service and how many workers it takes"
     )
     python = [s.label for s in stages if s.has_py_function]
     if python:

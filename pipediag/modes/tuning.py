@@ -25,6 +25,7 @@ from pipediag.modes import decode_crop
 from pipediag.modes import tuning_rules as rules
 from pipediag.modes.changes import Change
 from pipediag.modes.checks import compare_random_values, compare_values
+from pipediag.samples.container import ContainerLimits, read_limits
 
 _SAMPLE_ELEMENTS = 4
 COUNT_CHUNK = 256  # element sizes read per next() in a counting pass
@@ -203,13 +204,23 @@ def prefetch_injected(options) -> bool:
 
 
 def facts_for(dataset, *, ram_budget_bytes: int | None, fill_budget_seconds: float,
-              latency_bound: bool) -> rules.TuningFacts:
-    """The facts the tuning rules need: the measured ones given, the host's cores, the RAM budget
-    (default: half of the memory available now) and what the dataset's own options turn on."""
+              latency_bound: bool, container: ContainerLimits | None = None) -> rules.TuningFacts:
+    """The facts the tuning rules need: the measured ones given, the cores this process may use
+    (the container's limit, else the host's), the RAM budget (default: half of the memory
+    available now, within the container's memory limit when it has one) and what the dataset's
+    own options turn on."""
     options = dataset.options()
+    container = container or read_limits()
+    available = psutil.virtual_memory().available
+    if container.memory_limit_bytes:
+        # The limit counts this process's memory too: what is left under it is the limit less RSS.
+        left = container.memory_limit_bytes - psutil.Process().memory_info().rss
+        available = max(0, min(available, left))
     return rules.TuningFacts(
-        cores=psutil.cpu_count() or 1,
-        ram_budget_bytes=ram_budget_bytes or int(psutil.virtual_memory().available * 0.5),
+        cores=container.whole_cores,
+        cpu_limit=container.cpu_text() if container.cpu_limited else None,
+        default_threads=container.affinity_cores,
+        ram_budget_bytes=ram_budget_bytes or int(available * 0.5),
         fill_budget_seconds=fill_budget_seconds,
         latency_bound=latency_bound,
         map_parallelization_on=options.experimental_optimization.map_parallelization is not False,

@@ -30,7 +30,8 @@ Pure: stages in, `Change`s out. The rules, and why:
   an explicit one there changes nothing (on the 2-core machine it measured 0.87-1.03x alone in 9
   diagnoses, never a gain).
 - When the CPUs sat idle while the step waited for input (latency-bound reads), the private
-  threadpool is raised so AUTOTUNE can run more calls in flight than there are cores.
+  threadpool is raised so AUTOTUNE can run more calls in flight than there are cores; not in a
+  container whose CPU limit is below the host's (no thread advice above the cores it may use).
 - A map that decodes a whole JPEG and then crops it (`decode_jpeg` then `random_crop` or a slice)
   decodes only the window instead (`decode_and_crop_jpeg`, the offset from the JPEG's header,
   the window widened by one MCU so that its pixels are exactly the full decode's). Also across
@@ -74,12 +75,16 @@ class CacheEstimate:
 
 @dataclass(frozen=True)
 class TuningFacts:
-    cores: int
+    cores: int  # the cores this process may use: the container's limit, rounded up, else the host's
     ram_budget_bytes: int
     fill_budget_seconds: float
     latency_bound: bool  # CPUs idle while waiting for input
     map_parallelization_on: bool = True
     prefetch_injected: bool = False  # TensorFlow's inject_prefetch will end a synchronous pipeline with a prefetch
+    cpu_limit: str | None = None  # "the container's CPU quota (2.0 cores), not the host's 64"; None: the host's
+    # tf.data's default private thread pool: one thread per core TensorFlow may be scheduled on
+    # (sched_getaffinity), which a CPU quota does not change; None: `cores`.
+    default_threads: int | None = None
 
 
 def parallel_map_changes(stages: list[Stage], facts: TuningFacts) -> list[Change]:
@@ -391,12 +396,18 @@ def threading_change(facts: TuningFacts) -> Change:
         stage=None,
         node=None,
         description=f"options.threading.private_threadpool_size = {LATENCY_THREADPOOL_SIZE} "
-        f"(default: {facts.cores}, one per core), so AUTOTUNE can keep more slow reads in flight",
+        f"(default: {facts.default_threads or facts.cores}, one per core), so AUTOTUNE can keep more slow reads in "
+        "flight",
         applied=True,
         details={"private_threadpool_size": LATENCY_THREADPOOL_SIZE},
     )
     if not facts.latency_bound:
         return change.skipped("the CPUs were busy while the step waited: more threads than cores would not help")
+    if facts.cpu_limit is not None:
+        # Under a quota the threads' CPU time is capped whatever their number; a thread that
+        # wakes when the quota is spent waits for the next period, the latency this was to hide.
+        return change.skipped(f"{facts.cpu_limit}: more threads than the {facts.cores} core(s) this process may use "
+                              "would queue for them")
     return change
 
 

@@ -98,10 +98,16 @@ def sides_table(c: Comparison) -> Table:
                         for kind in kinds)
     reasons = {n.usage.gpu_util_reason for per in c.sides.values() for n in per.values()
                if n.usage is not None and n.usage.gpu_util_pct is None and n.usage.gpu_util_reason}
+    throttled = [f"{name} {'fed' if kind == 'fed' else 'input only'} {100 * n.usage.throttling.throttled_frac:.0f}%"
+                 for name in ("A", "B") for kind, n in c.sides.get(name, {}).items()
+                 if n is not None and n.usage is not None and n.usage.throttling is not None
+                 and n.usage.throttling.throttled_frac is not None]
     caption = [f"B/A: {ratios}  ({100 * c.plan.confidence:.0f}% CI)",
                "rates over every counted turn; CPU: all cores, 100% = every core busy"]
     if reasons:
         caption.append("GPU n/a: " + "; ".join(sorted(reasons)))
+    if throttled:
+        caption.append("CPU quota throttled (share of periods): " + ", ".join(throttled))
     table.caption = "\n".join(caption)
     table.caption_justify = "left"
     return table

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pipediag.analysis.gpu import job_gpus
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 from pipediag.report import charts
-from pipediag.report.terminal import from_fit, handover_text, new_shape_text
+from pipediag.report.environment import limits_rows
+from pipediag.report.terminal import from_fit, handover_text, new_shape_text, throttling_text
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _VERDICT_COLORS = {"input": "#b7791f", "compute": "#2f855a", "memory": "#c53030", "host": "#805ad5",
@@ -135,6 +136,9 @@ def throughput_section(d: Diagnosis) -> str | None:
     first += [new_shape_text(m) for m in d.modes.values() if m.new_shape_steps_ms]
     caption = "Throughput of each mode with its 95% interval. " + " ".join(first)
     handover = "" if d.handover is None else f'<p id="handover">{escape(handover_text(d.handover))}</p>'
+    throttled = throttling_text(d)
+    if throttled:
+        handover += f'<p id="throttling">{escape(throttled)}</p>'
     return (f"<h2>Modes</h2>{modes_table(d)}{handover}"
             f'<figure class="chart" id="chart-throughput">{svg}<figcaption>{escape(caption)}</figcaption></figure>')
 
@@ -393,6 +397,7 @@ def environment_facts(env, element_id: str = "environment") -> str:
         ("Python", f"{env.python_version} on {env.platform}"),
         ("CPUs", f"{env.cpu_logical} logical" + (f", {env.cpu_physical} physical" if env.cpu_physical else "")),
         ("memory", f"{env.memory_total_bytes / 2**30:.1f} GiB"),
+        *(limits_rows(env.container) if env.container is not None else []),
         ("TensorFlow", "not loaded" if env.tensorflow_version is None else
          f"{env.tensorflow_version} ({'CUDA' if env.tensorflow_cuda_build else 'CPU'} build), devices: "
          + (", ".join(env.tensorflow_devices) or "none")),

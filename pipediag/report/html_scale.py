@@ -47,7 +47,8 @@ def header_section(r: ScaleResult) -> str:
             k = r.settings.get("worker_cores")
             pinned = f", {k} core(s) each, pinned" if workers and all(w.pinned for w in workers) else ", not pinned to cores"
             where = (f"local: a dispatcher and up to {len(workers)} worker processes ({r.service.target}{pinned}); "
-                     f"this host has {r.settings.get('host_cores')} core(s)")
+                     f"this host has {r.settings.get('host_cores')} core(s)"
+                     + (f" to plan with ({r.settings['cpu_limit']})" if r.settings.get("cpu_limit") else ""))
         else:
             where = f"remote deployment {r.service.target}"
         facts.append(("service", f"{where}; processing mode {r.service.processing_mode}"))

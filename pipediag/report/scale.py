@@ -91,7 +91,8 @@ def header(r: ScaleResult) -> RenderableType:
             pinned = f", {k} core{'s' if k != 1 else ''} each, pinned" if workers and all(w.pinned for w in workers) else \
                 ", not pinned to cores"
             lines.append(f"local: a dispatcher and up to {len(workers)} worker processes on 127.0.0.1 ({r.service.target}"
-                         f"{pinned}); this host has {r.settings.get('host_cores')} core(s)")
+                         f"{pinned}); this host has {r.settings.get('host_cores')} core(s)"
+                         + (f" to plan with ({r.settings['cpu_limit']})" if r.settings.get("cpu_limit") else ""))
         else:
             lines.append(f"remote deployment {r.service.target}")
         lines.append(f"  ·  processing mode {r.service.processing_mode}\n")

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from pipediag.analysis.gpu import METRIC_LABELS, job_gpus, metrics_seen
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
+from pipediag.report.environment import limits_rows
 
 _VERDICT_STYLE = {"input": "bold yellow", "compute": "bold green", "memory": "bold red", "host": "bold magenta",
                   "inconclusive": "bold white"}
@@ -49,6 +50,11 @@ def header(d: Diagnosis) -> RenderableType:
     if d.stages:
         lines.append("pipeline: ", style="dim")
         lines.append(" → ".join(s.label for s in d.stages) + "\n")
+    limits = d.environment.container if d.environment is not None else None
+    if limits is not None and (limits.cpu_limited or limits.memory_limit_bytes):
+        for label, value in limits_rows(limits):
+            lines.append(f"{label}: ", style="dim")
+            lines.append(value + "\n")
     facts = []
     if d.cardinality is not None:
         facts.append(f"length: {d.cardinality} batches" if isinstance(d.cardinality, int) else f"length: {d.cardinality}")
@@ -57,6 +63,17 @@ def header(d: Diagnosis) -> RenderableType:
     facts.append(f"diagnosis took {d.elapsed_s:.1f} s")
     lines.append("  ·  ".join(facts), style="dim")
     return lines
+
+
+def throttling_text(d: Diagnosis) -> str | None:
+    """`CPU quota throttled: pipeline 63% of periods, input_only 80%`, where a quota was read."""
+    parts = []
+    for name in MODE_NAMES:
+        m = d.modes.get(name)
+        t = m.throttling if m is not None else None
+        if t is not None and t.throttled_frac is not None:
+            parts.append(f"{name} {100 * t.throttled_frac:.0f}%")
+    return "CPU quota throttled (share of periods): " + ", ".join(parts) if parts else None
 
 
 def modes_table(d: Diagnosis) -> Table:
@@ -89,6 +106,9 @@ def modes_table(d: Diagnosis) -> Table:
     caption = first_steps + ([("stopped early or at the cap — " + ", ".join(stops))] if stops else [])
     if d.handover is not None:
         caption.append(handover_text(d.handover))
+    throttling = throttling_text(d)
+    if throttling:
+        caption.append(throttling)
     reasons = {m.gpu_util_reason for m in d.modes.values() if m.gpu_util_pct is None and m.gpu_util_reason}
     if reasons:
         caption.append("GPU n/a: " + "; ".join(sorted(reasons)))

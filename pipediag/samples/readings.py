@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pipediag.samples.container import ContainerLimits, ThrottleCounters
+
 
 @dataclass(frozen=True, slots=True)
 class CpuReading:
@@ -49,6 +51,7 @@ class Sample:
     time_ns: int  # on the sampler's clock (time.monotonic_ns unless injected)
     cpu: CpuReading
     gpus: tuple[GpuReading, ...] = ()
+    throttle: ThrottleCounters | None = None  # the CPU quota's cpu.stat counters; None: no quota, or unread
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class SampleLog:
     gpu_metrics: dict[str, str] = field(default_factory=dict)  # metric -> its source, when it gave readings
     gpu_selection: str | None = None  # which GPUs were sampled and why, e.g. "GPUs 0, 1 (CUDA_VISIBLE_DEVICES)"
     gpu_selected_by: str | None = None  # --gpus | CUDA_VISIBLE_DEVICES | every GPU NVML lists (samples.selection)
+    container: ContainerLimits | None = None  # this process's CPU and memory limits, read when sampling began
 
     def between(self, start_ns: int, end_ns: int) -> tuple[Sample, ...]:
         return tuple(s for s in self.samples if start_ns <= s.time_ns <= end_ns)
@@ -86,6 +90,7 @@ class SampleLog:
             "dropped_samples": self.dropped_samples,
             "gpu_selection": self.gpu_selection,
             "gpu_selected_by": self.gpu_selected_by,
+            "container": None if self.container is None else self.container.to_dict(),
             "samples": [_sample_to_dict(s) for s in self.samples],
         }
 
@@ -101,13 +106,15 @@ class SampleLog:
             gpu_metrics=dict(data.get("gpu_metrics", {})),
             gpu_selection=data.get("gpu_selection"),
             gpu_selected_by=data.get("gpu_selected_by"),
+            container=None if data.get("container") is None else ContainerLimits.from_dict(data["container"]),
         )
 
 
 def _sample_to_dict(sample: Sample) -> dict[str, Any]:
     cpu = asdict(sample.cpu)
     cpu["per_core_pct"] = list(sample.cpu.per_core_pct)
-    return {"time_ns": sample.time_ns, "cpu": cpu, "gpus": [asdict(g) for g in sample.gpus]}
+    return {"time_ns": sample.time_ns, "cpu": cpu, "gpus": [asdict(g) for g in sample.gpus],
+            "throttle": None if sample.throttle is None else asdict(sample.throttle)}
 
 
 def _sample_from_dict(data: dict[str, Any]) -> Sample:
@@ -117,6 +124,7 @@ def _sample_from_dict(data: dict[str, Any]) -> Sample:
         time_ns=data["time_ns"],
         cpu=CpuReading(**cpu),
         gpus=tuple(_gpu_from_dict(g) for g in data.get("gpus", [])),
+        throttle=None if data.get("throttle") is None else ThrottleCounters(**data["throttle"]),
     )
 
 

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from pipediag.samples.container import ContainerLimits, read_limits, read_throttle
 from pipediag.samples.cpu import CpuReader
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.readings import Sample, SampleLog
@@ -31,13 +32,17 @@ class Sampler:
         hz: float = DEFAULT_HZ,
         max_samples: int = DEFAULT_MAX_SAMPLES,
         clock_ns: Callable[[], int] = time.monotonic_ns,
+        container: ContainerLimits | None = None,
     ):
+        """`container`: this process's limits (default: read now); with a CPU quota, every sample
+        also reads the quota's throttling counters, so any window (a mode) has their delta."""
         if hz <= 0:
             raise ValueError("sampling rate must be positive")
         self.cpu_reader = cpu_reader or CpuReader()
         self.gpu_reader = gpu_reader if gpu_reader is not None else GpuReader()
         self.interval_s = 1.0 / hz
         self.clock_ns = clock_ns
+        self.container = container if container is not None else read_limits()
         self._samples: collections.deque[Sample] = collections.deque(maxlen=max_samples)
         self._taken = 0
         self._lock = threading.Lock()
@@ -57,7 +62,8 @@ class Sampler:
 
     def sample_once(self) -> Sample:
         """Take one sample now (the thread calls this; tests may too)."""
-        sample = Sample(time_ns=self.clock_ns(), cpu=self.cpu_reader.read(), gpus=self.gpu_reader.read())
+        sample = Sample(time_ns=self.clock_ns(), cpu=self.cpu_reader.read(), gpus=self.gpu_reader.read(),
+                        throttle=read_throttle(self.container.cpu_stat_path))
         with self._lock:
             self._samples.append(sample)
             self._taken += 1
@@ -96,6 +102,7 @@ class Sampler:
             gpu_metrics=dict(self.gpu_reader.metrics),
             gpu_selection=self.gpu_reader.selection_text,
             gpu_selected_by=self.gpu_reader.selected_by if self.gpu_reader.selection_text else None,
+            container=self.container,
         )
 
     def __enter__(self) -> Sampler:

@@ -1,8 +1,9 @@
 """The verdict: from per-mode numbers to one bottleneck, a confidence, and evidence lines.
 
 Order of the rules (first match wins), each explained in docs/verdict.md:
-1. memory  — a mode ran out of memory; host memory nearly exhausted; the pipeline's shuffle
-             buffers alone hold more than the RAM budget (or the host's memory).
+1. memory  — a mode ran out of memory; host memory nearly exhausted; this process's RSS within
+             5% of the container's memory limit; the pipeline's shuffle buffers alone hold more
+             than the RAM budget (or the container's memory limit, or the host's memory).
 2. inconclusive — the modes that decide did not measure enough steps.
 3. input   — the pipeline alone is clearly slower than the free step and the fed step is slowed
              accordingly; or the fed step waited for input >= 20% of the time (high), or >= 5%
@@ -17,6 +18,9 @@ Order of the rules (first match wins), each explained in docs/verdict.md:
              was busy, but while it was, fewer than 25% of its SMs had work: small kernels.
 6. compute — the step itself is the limit; with GPM, memory-bandwidth-bound when DRAM bandwidth
              is >= 50% of peak while no arithmetic pipe is busy 30% of the time.
+CPU use is judged against the cores this process may use (a container's quota, cpuset or
+affinity), and every verdict gets the container's CPU limit as evidence: a mode throttled in
+>= 25% of its CFS periods ran at its quota (verdict.container).
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from pipediag.analysis.buffers import BufferEstimate
 from pipediag.analysis.gpu import Gpm
 from pipediag.analysis.modes import InputSideCpu, ModeSummary, rate_ratio, input_side_cpu
 from pipediag.analysis.handover import Handover
+from pipediag.samples.container import ContainerLimits, cores_text
 from pipediag.verdict import thresholds as T
+from pipediag.verdict.container import with_container
 from pipediag.verdict.handover_edge import handover_edge, handover_facts, host_edge_verdict
 
 # facts["gpu_limit"]: what GPM says limits the step on the GPU, when it could tell.
@@ -96,13 +102,19 @@ def classify_cpu(side: InputSideCpu) -> CpuPattern:
     w, where = side.cpu, side.where
     own = w.process_pct / 100.0
     per_core = f"per core {_cores(w.per_core_pct)}"
-    busy = f"this process {own:.1f} of {w.cores} cores"
+    cores = w.usable_cores
+    if cores < w.cores:  # a container's quota, cpuset or affinity: judged against what it may use
+        busy = f"this process {own:.1f} of the {cores_text(cores)} it may use (the host has {w.cores})"
+        what = "all the cores it may use saturated"
+    else:
+        busy = f"this process {own:.1f} of {w.cores} cores"
+        what = "all cores saturated"
     other = w.busy_cores - own
     if other >= T.OTHER_LOAD_CORES:
         busy += f", other processes {other:.1f}"
-    if own >= T.CPU_SATURATED_FRAC * w.cores:
-        return CpuPattern("saturated", f"all cores saturated {where} ({busy}; {per_core}): CPU-bound preprocessing")
-    if w.cores >= 2 and T.ONE_CORE_LOW <= own <= T.ONE_CORE_HIGH:
+    if own >= T.CPU_SATURATED_FRAC * cores:
+        return CpuPattern("saturated", f"{what} {where} ({busy}; {per_core}): CPU-bound preprocessing")
+    if cores >= 2 and T.ONE_CORE_LOW <= own <= T.ONE_CORE_HIGH:
         return CpuPattern("one_core", f"about one core busy {where} ({busy}; {per_core}): a serial stage or the Python GIL")
     if own < T.CPU_IDLE_CORES:
         if w.iowait_pct is not None and w.iowait_pct >= T.IOWAIT_NOTABLE_PCT:
@@ -131,15 +143,26 @@ def _other_load_cores(m: ModeSummary) -> float:
     return max(0.0, m.cpu_util_pct / 100.0 * len(m.cpu_per_core_pct) - m.process_cpu_pct / 100.0)
 
 
-def _idle_cores(m: ModeSummary) -> float:
+def _host_idle_cores(m: ModeSummary) -> float:
     return max(0.0, len(m.cpu_per_core_pct or ()) * (1.0 - (m.cpu_util_pct or 0.0) / 100.0))
+
+
+def _idle_cores(m: ModeSummary) -> float:
+    """Idle cores this process could have used: the host's, but in a container no more than its
+    limit leaves (a 2-core quota at 2 cores' use has none, however many the host has idle)."""
+    idle = _host_idle_cores(m)
+    host = len(m.cpu_per_core_pct or ())
+    if m.effective_cores is not None and m.effective_cores < host and m.process_cpu_pct is not None:
+        idle = min(idle, max(0.0, m.effective_cores - m.process_cpu_pct / 100.0))
+    return idle
 
 
 def _contended(m: ModeSummary) -> bool:
     """Other processes took CPU this mode could have used: they used at least OTHER_LOAD_CORES
     and the machine had less than one core idle. (Half a core of background work on a 16-core
-    host with 14 idle takes nothing from the pipeline; seen on the H200.)"""
-    return _other_load_cores(m) >= T.OTHER_LOAD_CORES and _idle_cores(m) < T.CONTENDED_IDLE_CORES
+    host with 14 idle takes nothing from the pipeline; seen on the H200.) The host's idle cores,
+    not the container's: other processes compete for the host's cores, not for the quota."""
+    return _other_load_cores(m) >= T.OTHER_LOAD_CORES and _host_idle_cores(m) < T.CONTENDED_IDLE_CORES
 
 
 def _rate(m: ModeSummary) -> str:
@@ -148,12 +171,21 @@ def _rate(m: ModeSummary) -> str:
 
 def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
            buffers: Sequence[BufferEstimate] = (), ram_budget_bytes: int | None = None,
-           handover: Handover | None = None) -> Verdict:
+           handover: Handover | None = None, container: ContainerLimits | None = None) -> Verdict:
     """`modes` maps synthetic, pipeline, input_only, tuned to their summaries (None: not run).
     `handover`: what handing over an already-produced batch costs (analysis.handover), which
     tells a wait that is the hand-over from one that is the pipeline (verdict.handover_edge).
     `buffers`: the pipeline's shuffle buffers (analysis.buffers); `ram_budget_bytes`: the host
-    memory the job may use (--ram-budget-mb), None for the host's whole memory."""
+    memory the job may use (--ram-budget-mb), None for the host's whole memory (or the
+    container's memory limit, when lower). `container`: this process's CPU and memory limits
+    (samples.container); its CPU quota's throttling is evidence of its own (verdict.container)."""
+    verdict = _decide(modes, gpu_expected, buffers=buffers, ram_budget_bytes=ram_budget_bytes, handover=handover,
+                      container=container)
+    return with_container(verdict, modes, container)
+
+
+def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers: Sequence[BufferEstimate],
+            ram_budget_bytes: int | None, handover: Handover | None, container: ContainerLimits | None) -> Verdict:
     synthetic, pipeline = modes.get("synthetic"), modes.get("pipeline")
     input_only = modes.get("input_only")
     present = [m for m in modes.values() if m is not None]
@@ -181,7 +213,10 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
                      f"process RSS peaked at {(m.rss_max_bytes or 0) / 2**30:.2f} GiB: shuffle buffers and caches live here"),
                     facts={"host_available_frac": frac},
                 )
-    over = _buffers_over_budget(buffers, ram_budget_bytes, present)
+    near_limit = _near_memory_limit(present, container)
+    if near_limit is not None:
+        return near_limit
+    over = _buffers_over_budget(buffers, ram_budget_bytes, present, container)
     if over is not None:
         return over
 
@@ -220,7 +255,7 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
         noisy = True
         evidence.append(
             f"other processes kept {_other_load_cores(busiest):.1f} cores busy during {busiest.name} mode, with "
-            f"{_idle_cores(busiest):.1f} of {len(busiest.cpu_per_core_pct)} cores left idle: the timings are "
+            f"{_host_idle_cores(busiest):.1f} of {len(busiest.cpu_per_core_pct)} cores left idle: the timings are "
             "contended, so confidence is lowered"
         )
 
@@ -283,7 +318,7 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
         evidence.append(
             f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
             f"{synthetic.compute_ms_median:.2f} ms alone, yet {_idle_cores(pipeline):.1f} of "
-            f"{len(pipeline.cpu_per_core_pct)} cores were idle: not CPU contention; the step's speed varied, "
+            f"{pipeline.cores:g} cores were idle: not CPU contention; the step's speed varied, "
             "so confidence is lowered"
         )
         slowed = False
@@ -509,8 +544,29 @@ def _gib(nbytes: float) -> str:
     return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.0f} MiB"
 
 
+def _near_memory_limit(present: list[ModeSummary], container: ContainerLimits | None) -> Verdict | None:
+    """This process's RSS came within HOST_MEMORY_LOW_FRAC of the container's memory limit: the
+    kernel kills the job at the limit, whatever the host has free. RSS is a lower bound of what
+    the cgroup is charged (its page cache counts too), so a peak this close is already too close."""
+    limit = container.memory_limit_bytes if container is not None else None
+    if not limit:
+        return None
+    for m in present:
+        if m.rss_max_bytes is not None and m.rss_max_bytes >= (1 - T.HOST_MEMORY_LOW_FRAC) * limit:
+            return Verdict(
+                "memory", "medium",
+                f"the container's memory limit is nearly reached in {m.name} mode",
+                (f"process RSS peaked at {_gib(m.rss_max_bytes)}, {_pct(m.rss_max_bytes / limit)} of the container's "
+                 f"memory limit of {_gib(limit)} (the host has {_gib(container.host_memory_bytes or 0)}): at the "
+                 "limit the kernel kills the job",
+                 "shuffle buffers and caches live in this memory"),
+                facts={"memory_limit_bytes": limit, "rss_max_bytes": m.rss_max_bytes},
+            )
+    return None
+
+
 def _buffers_over_budget(buffers: Sequence[BufferEstimate], ram_budget_bytes: int | None,
-                         present: list[ModeSummary]) -> Verdict | None:
+                         present: list[ModeSummary], container: ContainerLimits | None = None) -> Verdict | None:
     """The shuffle buffers alone hold more host memory than the job may use. The estimate is
     buffer size (graph) x bytes per element (sampled): measured evidence, not a guess. The
     process's RSS peak says how far it is confirmed: over the budget too (high), not read
@@ -518,7 +574,13 @@ def _buffers_over_budget(buffers: Sequence[BufferEstimate], ram_budget_bytes: in
     if not buffers:
         return None
     total = next((m.host_total_bytes for m in present if m.host_total_bytes), None)
-    budget, whose = (ram_budget_bytes, "the RAM budget (--ram-budget-mb)") if ram_budget_bytes else (total, "this host's memory")
+    limit = container.memory_limit_bytes if container is not None else None
+    if ram_budget_bytes:
+        budget, whose, source = ram_budget_bytes, "the RAM budget (--ram-budget-mb)", "given"
+    elif limit and (total is None or limit < total):
+        budget, whose, source = limit, "the container's memory limit", "container_limit"
+    else:
+        budget, whose, source = total, "this host's memory", "host_total"
     held = sum(b.total_bytes for b in buffers)
     if not budget or held <= T.BUFFERS_OVER_BUDGET_FRAC * budget:
         return None
@@ -549,7 +611,7 @@ def _buffers_over_budget(buffers: Sequence[BufferEstimate], ram_budget_bytes: in
         "memory", confidence, headline,
         tuple(evidence),
         facts={"memory_source": MEMORY_SOURCE_BUFFERS, "buffer_bytes": held, "ram_budget_bytes": budget,
-               "ram_budget_source": "given" if ram_budget_bytes else "host_total", "rss_max_bytes": rss},
+               "ram_budget_source": source, "rss_max_bytes": rss},
         stage=biggest.stage,
     )
 

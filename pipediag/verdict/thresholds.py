@@ -61,6 +61,12 @@ OTHER_LOAD_CORES = 0.5
 # had lowered a clear compute verdict to low).
 CONTENDED_IDLE_CORES = 1.0
 
+# The container's CPU quota (docs/verdict.md, "The container"): a mode throttled in at least this
+# share of its CFS periods ran at its quota. Kubernetes' own monitoring (kubernetes-mixin's
+# CPUThrottlingHigh alert) uses the same line: above 25% of periods throttled, the quota is what
+# the workload is short of; below it, throttling is the odd burst hitting the limit.
+THROTTLED_FRAC = 0.25
+
 # Trust in a mode's numbers.
 MIN_STEPS = 10  # fewer timed steps than this: inconclusive
 WIDE_CI_REL = 0.25  # a rate interval wider than +-25%: noisy, confidence drops

@@ -288,11 +288,15 @@ def plan_tuning(
     changes += rules.parallel_map_changes(stages, facts)
     changes += rules.interleave_changes(stages)
     changes += _decode_crop_changes(graph, stages)
-    changes += _batch_csv_changes(graph, stages)
-    cache = None
+    csv = _batch_csv_changes(graph, stages)
+    changes += csv
     point = rules.cache_point(stages)
+    csv_at_point = next((c for c in csv if c.applied and point is not None and c.node == point.stage.node), None)
+    cache = None
     if point is not None and point.already_cached:
         changes.append(rules.already_cached_change(point))
+    elif point is not None and csv_at_point is not None:
+        changes.append(rules.cache_at_csv_reader(point, csv_at_point))
     elif point is not None:
         estimate = _estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, stages, facts, clock_ns)
         cache = rules.cache_change(point, estimate, facts)

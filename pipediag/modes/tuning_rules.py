@@ -503,3 +503,21 @@ def batch_csv_change(reader: Stage, batch: Stage | None, problem: str | None, sc
         return change
     return Change(**{**change.to_dict(), "description": f"{description}; {caveat}",
                      "details": {**change.details, "quoted_newlines": caveat}})
+
+
+def cache_at_csv_reader(point: CachePoint, csv: Change) -> Change:
+    """A cache right after the stage whose CSV is read as lines (`csv`, applied) is left out,
+    before its counting pass: after that rewrite it would hold unparsed lines, saving only the
+    file reads (the parsing runs after the batch either way); and a cache of parsed rows, the
+    only other thing it could hold, still moves every row as one tensor per column through the
+    shuffle and the batch each epoch, the per-row cost the CSV change removes. Filling it also
+    costs one whole row-by-row pass (tf_csv: the counting pass and a 20 s fill that did not end)."""
+    return Change(
+        kind="cache",
+        stage=point.stage.label,
+        node=point.node,
+        description=f"cache() after {point.stage.label} (the last deterministic stage), in memory",
+        applied=False,
+        reason=(f"{csv.stage} is read as lines and parsed after the batch instead (vectorize_map): a cache there "
+                "would hold unparsed lines, and one of parsed rows would still move them row by row every epoch"),
+    )

@@ -189,3 +189,14 @@ def test_scan_stops_at_its_time_limit_and_says_so(tmp_path):
     scan = batch_csv.scan_quoted_newlines([str(path)] * 3, use_quote_delim=True, limit_s=5, clock=lambda: next(ticks))
     assert scan.spanning is None and scan.files_checked == 0 and scan.files_total == 3
     assert "0 of 3 files whole" in scan.caveat()
+
+
+def test_no_cache_of_the_rows_the_csv_change_reads_as_lines(tmp_path, csv_files):
+    """make_csv_dataset's file shuffle, then its row shuffle: the cache point is the CSV reader itself."""
+    ds = tf.data.experimental.make_csv_dataset(
+        str(tmp_path / "part*.csv"), batch_size=4, column_defaults=DEFAULTS, na_value="NA", num_epochs=None)
+    plan = _plan(ds)
+    csv = _csv_change(plan)
+    cache = next(c for c in plan.changes if c.kind == "cache")
+    assert csv.applied and cache.node == csv.node and not cache.applied
+    assert "would hold unparsed lines" in cache.reason

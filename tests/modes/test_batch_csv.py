@@ -200,3 +200,18 @@ def test_no_cache_of_the_rows_the_csv_change_reads_as_lines(tmp_path, csv_files)
     cache = next(c for c in plan.changes if c.kind == "cache")
     assert csv.applied and cache.node == csv.node and not cache.applied
     assert "would hold unparsed lines" in cache.reason
+
+
+def test_the_recheck_finds_the_same_site_and_reads_the_files_again(tmp_path):
+    """pipediag.tuned() re-checks a saved CSV change on the pipeline as it is now."""
+    from pipediag.modes.tuning import check_batch_csv
+
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n1,x\n2,y\n")
+    ds = tf.data.experimental.CsvDataset(str(path), [[0], [""]], header=True).batch(2)
+    plan = _plan(ds)
+    change = _csv_change(plan)
+    assert check_batch_csv(plan.graph, change).applied
+    path.write_text('a,b\n1,"x\ny"\n')  # the data changed since: a quoted newline now
+    again = check_batch_csv(plan.graph, change)
+    assert not again.applied and "holds a newline" in again.reason

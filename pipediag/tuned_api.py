@@ -126,7 +126,9 @@ def _recheck(plan, gains: tuple[Change, ...], facts) -> tuple[list[Change], list
 
     kept, refused = [], []
     for change in gains:
-        if change.kind == "vectorize_map":
+        if change.kind == "vectorize_map" and change.details.get("form") == "csv":
+            change = tuning.check_batch_csv(plan.graph, change)
+        elif change.kind == "vectorize_map":
             change = tuning._check_vectorize(plan.graph, change, plan.functions)
         elif change.kind == "cache":
             size = change.details.get("estimated_bytes")

@@ -67,7 +67,7 @@ def _fix(kind: str, stage: str | None, basis: str, speedup=None, ci=None, **deta
     return Fix(
         kind=kind,
         stage=stage,
-        title=catalog.title(kind, stage, details.get("framework"), bool(details.get("python"))),
+        title=catalog.title(kind, stage, details.get("framework"), bool(details.get("python")), details.get("form")),
         code=catalog.code(kind, stage, **details),
         measured_speedup=speedup,
         speedup_ci=ci,

@@ -21,7 +21,7 @@ from pipediag.builder.dataset import INFINITE, UNKNOWN, cardinality
 from pipediag.builder.functions import UserFunction, per_call_draws, user_functions
 from pipediag.builder.graph import GraphError, PipelineGraph
 from pipediag.builder.stages import Stage
-from pipediag.modes import decode_crop
+from pipediag.modes import batch_csv, decode_crop
 from pipediag.modes import tuning_rules as rules
 from pipediag.modes.changes import Change
 from pipediag.modes.checks import compare_random_values, compare_values
@@ -248,6 +248,36 @@ def _decode_crop_changes(graph: PipelineGraph, stages: list[Stage]) -> list[Chan
     return changes
 
 
+def _batch_csv_changes(graph: PipelineGraph, stages: list[Stage]) -> list[Change]:
+    """CSV parsed row by row before a batch: parse batches of lines instead (batch_csv)."""
+    return [_csv_change(graph, stages, reader, batch, site) for reader, batch, site in batch_csv.find(graph, stages)]
+
+
+def _csv_change(graph: PipelineGraph, stages: list[Stage], reader: Stage, batch: Stage | None,
+                site: batch_csv.CsvSite | str) -> Change:
+    if isinstance(site, str):
+        return rules.batch_csv_change(reader, batch, site)
+    between = [s.label for s in stages if s.node in site.between]
+    scan = batch_csv.scan_quoted_newlines(batch_csv.file_names(graph, site), site.use_quote_delim)
+    return rules.batch_csv_change(reader, batch, None, scan, {**site.snippet_details(), "between": between})
+
+
+def check_batch_csv(graph: PipelineGraph, change: Change) -> Change:
+    """The CSV change again on the pipeline as it is now: the same site, the files read again."""
+    stages = graph.stages()
+    for reader, batch, site in batch_csv.find(graph, stages):
+        if reader.node == change.node:
+            return _csv_change(graph, stages, reader, batch, site)
+    return change.skipped("its CsvDataset was not found again")
+
+
+def _rewrite_csv(graph: PipelineGraph, change: Change) -> None:
+    site = next((site for reader, _, site in batch_csv.find(graph, graph.stages()) if reader.node == change.node), None)
+    if not isinstance(site, batch_csv.CsvSite):
+        raise GraphError(site or "its CsvDataset was not found again")
+    batch_csv.rewrite(graph, site)
+
+
 def plan_tuning(
     dataset,
     facts: rules.TuningFacts,
@@ -269,10 +299,15 @@ def plan_tuning(
     changes += rules.parallel_map_changes(stages, facts)
     changes += rules.interleave_changes(stages)
     changes += _decode_crop_changes(graph, stages)
-    cache = None
+    csv = _batch_csv_changes(graph, stages)
+    changes += csv
     point = rules.cache_point(stages)
+    csv_at_point = next((c for c in csv if c.applied and point is not None and c.node == point.stage.node), None)
+    cache = None
     if point is not None and point.already_cached:
         changes.append(rules.already_cached_change(point))
+    elif point is not None and csv_at_point is not None:
+        changes.append(rules.cache_at_csv_reader(point, csv_at_point))
     elif point is not None:
         estimate = _estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, stages, facts, clock_ns)
         cache = rules.cache_change(point, estimate, facts)
@@ -294,7 +329,7 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
 
     Order matters only for node names, and splices keep the names upstream of them: in-place
     edits of a stage (parallel map, decode only the crop window, parallel interleave) first, then
-    the file interleave and batch-before-map, then the cache (filled here, once, timed), then the
+    the file interleave, batch-before-map and the CSV read as lines, then the cache (filled here, once, timed), then the
     final prefetch."""
     wanted = set(keys)
     chosen = {c.key: c for c in plan.changes if c.applied and c.key in wanted}
@@ -348,6 +383,15 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
             if change.kind == "interleave" and change.key not in result:
                 transform = _file_interleave(graph, stages[change.node], plan.facts.cores)
                 graph.splice_over(change.node, transform, "interleave", keep_upstream=False)
+                outcome(change)
+            elif change.kind == "vectorize_map" and change.details.get("form") == "csv":
+                before = graph.copy()
+                try:
+                    _rewrite_csv(graph, change)
+                    graph.to_dataset()  # it edits several stages: TensorFlow must accept the graph now
+                except GraphError:
+                    graph = before
+                    raise
                 outcome(change)
             elif change.kind == "vectorize_map":
                 _vectorize(graph, change, plan.functions)

@@ -447,6 +447,10 @@ def patch_source(source: str, function: str, changes: list[Change], *, path: str
                 _cache(src, change)
             elif change.kind == "snapshot":
                 _snapshot(src, change, snapshot_path)
+            elif change.kind == "vectorize_map" and change.details.get("form") == "csv":
+                raise Refused("the CSV is parsed inside TensorFlow (make_csv_dataset or CsvDataset): the tuned mode "
+                              "reads lines instead and adds decode_csv after the batch in the graph; rewriting the "
+                              "source that way is not an edit pipediag can check, so apply the snippet")
             elif change.kind == "vectorize_map":
                 _vectorize(src, change)
             elif change.kind == "prefetch":

@@ -373,3 +373,21 @@ def test_a_decode_in_an_earlier_map_of_the_users_says_which_function_returns_the
     code = catalog.code("decode_crop", "map(crop)", crop_size=[64, 64], decode_stage="map(decode)", tfds=False)
     assert code.startswith("# in decode (map(decode)): return the JPEG bytes") and "in crop:" in code
     assert "decode_and_crop_jpeg(jpeg, tf.stack([top, left, 64, 64]), channels=3)" in code
+
+
+def test_the_csv_fix_gives_the_tutorials_batch_then_decode_code_with_the_users_arguments():
+    from pipediag.fixes import catalog
+
+    details = {"form": "csv", "batch_size": 2048, "header": True, "decode_kwargs": {"na_value": "NA"},
+               "record_defaults": "[''] * 2 + [0.0] * 410", "between": ["shuffle(10000)", "repeat", "prefetch(2)"],
+               "quoted_newlines": "no quoted field holds a newline in the 20 file(s) (all read)"}
+    stage = "parallel_interleave(filename_to_dataset)"
+    assert catalog.title("vectorize_map", stage, form="csv").startswith(f"`{stage}` parses the CSV one row at a time")
+    code = catalog.code("vectorize_map", stage, **details)
+    assert "tf.data.TextLineDataset(f).skip(1)" in code
+    assert "ds = lines.shuffle(10000).repeat().batch(2048)" in code
+    assert "tf.io.decode_csv(x, record_defaults=column_defaults, na_value='NA')" in code
+    assert "column_defaults = [''] * 2 + [0.0] * 410" in code
+    assert code.endswith("here no quoted field holds a newline in the 20 file(s) (all read)")
+    plain = catalog.code("vectorize_map", stage, batch_size=64)
+    assert "decode_csv" not in plain  # batch-before-map keeps its own snippet

@@ -229,3 +229,9 @@ def test_diff_is_a_unified_diff_of_the_file():
     lines = patch.diff().splitlines()
     assert lines[0] == "--- a/data/input.py" and lines[1] == "+++ b/data/input.py"
     assert lines[2].startswith("@@ ")
+
+
+def test_csv_read_as_lines_is_left_to_the_snippet():
+    patch = patch_source(BUILDER, "make_dataset", [change("vectorize_map", "TFRecordDataset", form="csv")])
+    assert not patch.edits[0].done and "apply the snippet" in patch.edits[0].reason
+    assert patch.patched == BUILDER

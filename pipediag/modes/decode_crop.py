@@ -1,7 +1,9 @@
-"""Decode only the crop window: `decode_jpeg` followed by a crop becomes `decode_and_crop_jpeg`.
+"""Decode only the crop window: `decode_jpeg` or `decode_image` followed by a crop becomes
+`decode_and_crop_jpeg`.
 
-A map that decodes a whole JPEG and then keeps a window of it (`tf.image.random_crop`, or a
-`tf.slice`) pays for every pixel it throws away. libjpeg can decode just the window
+A map that decodes a whole JPEG and then keeps a window of it (`tf.image.random_crop`, a
+`tf.slice`, the inception-style box of `sample_distorted_bounding_box`) pays for every pixel it
+throws away. libjpeg can decode just the window
 (`tf.image.decode_and_crop_jpeg`); the crop's offset is then computed from the JPEG's header
 (`tf.image.extract_jpeg_shape`) instead of from the decoded image. This module finds that pattern
 inside the user's traced function and rewrites a copy of it:
@@ -16,10 +18,15 @@ checks the file's magic bytes first, and decodes a file that is not a JPEG whole
 as the original did (decode_jpeg and decode_image also decode PNG and GIF; decode_and_crop_jpeg
 does not).
 
-Only where it is provably the same crop: the decoded image feeds nothing but `Shape` and a 3-D
-`Slice` of int32 offsets, the slice keeps every channel (`size[2]` a constant equal to the decoder's
-`channels`), and the decoder does not downscale (`ratio` 1). The tuned mode's safety check
-still compares the first batches of deterministic pipelines, as for every other change.
+Only where it is provably the same crop: the decoded image feeds nothing but `Shape`, 3-D
+`Slice`s of int32 offsets (a size known at run time only included: the helper applies the Slice's
+own begin and size, -1 "to the end" resolved from the header) and windows `image[a:b, c:d]`, and
+conds (`tf.cond`: If / StatelessIf) whose branch functions do only that with it or leave it
+unread (tensorflow/models' parser center-crops the whole image in one branch when the sampled box
+is all of it); those branches are rewritten as copies that take the JPEG bytes. The decoder keeps
+a fixed channel count, decodes to uint8 and does not downscale (`ratio` 1). The tuned mode's
+safety check still compares the first batches of deterministic pipelines, as for every other
+change.
 
 Across stages (`find_across`, `rewrite_across`, below): one map decodes the whole JPEG (the
 user's, or tensorflow-datasets' own `parse_and_decode`), a later one only crops it; the decode
@@ -142,8 +149,8 @@ def find_site(graph: PipelineGraph, function_name: str) -> Site | str:
 def _sampled_box(function, slices) -> bool:
     """A crop whose begin comes from sample_distorted_bounding_box (the inception-style crop)."""
     nodes = {n.name: n for n in function.node_def}
-    return any(nodes[name].op == "Slice" and getattr(nodes.get(_ref_node(_identity_base(function, nodes[name].input[1]))),
-                                                        "op", None) in BOX_OPS for name in slices)
+    begins = [_ref_node(_identity_base(function, nodes[name].input[1])) for name in slices if nodes[name].op == "Slice"]
+    return any(name in nodes and nodes[name].op in BOX_OPS for name in begins)
 
 
 def find_in_stage(graph: PipelineGraph, node: str) -> Site | str | None:

@@ -96,17 +96,32 @@ def stateless_box(image):
     return tf.slice(image, begin, size)
 
 
+def constant_slice(jpeg):
+    return tf.slice(decode_image(jpeg), [5, 7, 0], [40, 50, 3])
+
+
+def still_constant_slice(jpeg):  # expand_animations=False: a GIF gives its first frame, 3-D
+    return tf.slice(tf.io.decode_image(jpeg, channels=3, expand_animations=False), [11, 3, 0], [33, 45, -1])
+
+
+def runtime_size(jpeg):
+    image = decode_image(jpeg)
+    return tf.slice(image, [3, 9, 0], tf.stack([tf.shape(image)[0] - 14, tf.shape(image)[1] // 2, -1]))
+
+
+def decode_jpeg_cond(jpeg):  # windows in both branches, one a Slice and one `image[a:b, c:d]`
+    image = tf.io.decode_jpeg(jpeg, channels=3)
+    return tf.cond(tf.shape(image)[0] > 100, lambda: image[10:60, 20:70], lambda: fixed_window(image))
+
+
 FORMS = {
-    "decode_image_constant_slice": lambda jpeg: tf.slice(decode_image(jpeg), [5, 7, 0], [40, 50, 3]),
-    "decode_image_still_constant_slice": lambda jpeg: tf.slice(
-        tf.io.decode_image(jpeg, channels=3, expand_animations=False), [11, 3, 0], [33, 45, -1]),
-    "runtime_size": lambda jpeg: (lambda image: tf.slice(
-        image, [3, 9, 0], tf.stack([tf.shape(image)[0] - 14, tf.shape(image)[1] // 2, -1])))(decode_image(jpeg)),
+    "decode_image_constant_slice": constant_slice,
+    "decode_image_still_constant_slice": still_constant_slice,
+    "runtime_size": runtime_size,
     "cond_center_crop": parser(fixed_window),
     "cond_center_crop_stateful_if": parser(fixed_window, checked_center_crop),
     "cond_stateless_box": parser(stateless_box),
-    "decode_jpeg_cond": lambda jpeg: (lambda image: tf.cond(
-        tf.shape(image)[0] > 100, lambda: image[10:60, 20:70], lambda: fixed_window(image)))(tf.io.decode_jpeg(jpeg, channels=3)),
+    "decode_jpeg_cond": decode_jpeg_cond,
 }
 
 
@@ -166,8 +181,8 @@ def test_the_cond_forms_run_both_branches_on_these_images():
 
 
 def test_the_site_names_the_decoder_the_box_and_the_cond_and_a_stateful_cond_is_an_if():
-    ds = tf.data.Dataset.from_tensor_slices(jpegs()).map(FORMS["cond_stateless_box"])
-    site = decode_crop.find_in_stage(PipelineGraph.from_dataset(ds), map_node(PipelineGraph.from_dataset(ds)))
+    graph = PipelineGraph.from_dataset(tf.data.Dataset.from_tensor_slices(jpegs()).map(FORMS["cond_stateless_box"]))
+    site = decode_crop.find_in_stage(graph, map_node(graph))
     assert site.decoder == "decode_image" and site.sampled_box and site.crop_size is None
     then = next(b for b in site.conds[0].branches if b.attr == "then_branch")
     assert then.shapes and then.slices  # the center crop: the image's shape and a window of it

@@ -114,6 +114,14 @@ def decode_jpeg_cond(jpeg):  # windows in both branches, one a Slice and one `im
     return tf.cond(tf.shape(image)[0] > 100, lambda: image[10:60, 20:70], lambda: fixed_window(image))
 
 
+def nested_cond(jpeg):  # a cond inside a branch takes the image in too
+    image = decode_image(jpeg)
+    cropped = fixed_window(image)
+    return tf.cond(tf.reduce_all(tf.equal(tf.shape(cropped), tf.shape(image))),
+                   lambda: tf.cond(tf.shape(image)[1] > 90, lambda: center_crop_image(image), lambda: image[4:50, 6:60]),
+                   lambda: cropped)
+
+
 FORMS = {
     "decode_image_constant_slice": constant_slice,
     "decode_image_still_constant_slice": still_constant_slice,
@@ -122,6 +130,7 @@ FORMS = {
     "cond_center_crop_stateful_if": parser(fixed_window, checked_center_crop),
     "cond_stateless_box": parser(stateless_box),
     "decode_jpeg_cond": decode_jpeg_cond,
+    "nested_cond": nested_cond,
 }
 
 
@@ -168,8 +177,10 @@ def test_each_form_decodes_only_the_window_and_gives_the_full_decodes_pixels(for
     assert not ops & {"DecodeJpeg", "DecodeImage"}, ops
     assert "DecodeAndCropJpeg" in graph.function_ops(graph.node_functions(map_node(graph))[0])
     assert_same(ds, graph.to_dataset())
-    if form.startswith("cond") or form.endswith("_cond"):
+    if "cond" in form:
         assert len(site.conds) == 1 and {b.attr for b in site.conds[0].branches} == {"then_branch", "else_branch"}
+    if form == "nested_cond":  # (96, 96) takes the inner center crop, (64, 80) the inner window
+        assert [b.attr for b in site.conds[0].branches if b.conds] == ["then_branch"]
 
 
 def test_the_cond_forms_run_both_branches_on_these_images():

@@ -16,6 +16,27 @@ FIX_KINDS = (
 )
 
 
+def _sampled_box_code(fn: str, details: dict) -> str:
+    """The inception-style crop (tensorflow/models' `random_crop_image_v2`, TF-slim's
+    `distorted_bounding_box_crop` on the bytes): the box is drawn from the header's shape."""
+    decoder = details.get("decoder") or "decode_jpeg"
+    lines = [
+        f"# in {fn}: instead of {decoder}(jpeg, channels=3), then tf.slice(image, begin, size) with the box of",
+        "# sample_distorted_bounding_box(tf.shape(image), ...): draw the box from the JPEG's header",
+        "shape = tf.image.extract_jpeg_shape(jpeg)  # reads the header only",
+        "begin, size, _ = tf.image.sample_distorted_bounding_box(shape, bbox, ...)  # the same arguments as before",
+        "image = tf.image.decode_and_crop_jpeg(jpeg, tf.stack([begin[0], begin[1], size[0], size[1]]), channels=3)",
+    ]
+    if details.get("center_crop"):
+        lines += [
+            "# the tf.cond that center-crops the whole image (the box fell back to all of it): its window, from `shape`",
+            "#   decode_and_crop_jpeg(jpeg, tf.stack([offset_y, offset_x, crop_size, crop_size]), channels=3)",
+        ]
+    lines.append(f"# {decoder} also decodes PNG and GIF, decode_and_crop_jpeg only JPEG: where the files may be other "
+                 "formats, keep the old code in tf.cond(tf.io.is_jpeg(jpeg), ...)")
+    return "\n".join(lines)
+
+
 def _fn(stage: str | None, default: str = "fn") -> str:
     """`map(decode_example)` -> `decode_example`."""
     if stage and "(" in stage and stage.endswith(")"):
@@ -248,10 +269,13 @@ def code(kind: str, stage: str | None, **details) -> str:
             f"left = tf.random.uniform([], 0, shape[1] - {w} + 1, dtype=tf.int32)\n"
             f"image = tf.image.decode_and_crop_jpeg(jpeg, tf.stack([top, left, {h}, {w}]), channels=3)"
         )
+    if kind == "decode_crop" and details.get("sampled_box"):
+        return _sampled_box_code(fn, details)
     if kind == "decode_crop":
         h, w = details.get("crop_size") or ("CROP_H", "CROP_W")
         return (
-            f"# in {fn}: instead of decode_jpeg(jpeg, channels=3) followed by random_crop(image, [{h}, {w}, 3])\n"
+            f"# in {fn}: instead of {details.get('decoder') or 'decode_jpeg'}(jpeg, channels=3) followed by "
+            f"random_crop(image, [{h}, {w}, 3])\n"
             "shape = tf.image.extract_jpeg_shape(jpeg)  # reads the header only\n"
             f"top = tf.random.uniform([], 0, shape[0] - {h} + 1, dtype=tf.int32)  # a random offset, as random_crop draws it\n"
             f"left = tf.random.uniform([], 0, shape[1] - {w} + 1, dtype=tf.int32)\n"

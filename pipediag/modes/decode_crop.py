@@ -1,7 +1,9 @@
-"""Decode only the crop window: `decode_jpeg` followed by a crop becomes `decode_and_crop_jpeg`.
+"""Decode only the crop window: `decode_jpeg` or `decode_image` followed by a crop becomes
+`decode_and_crop_jpeg`.
 
-A map that decodes a whole JPEG and then keeps a window of it (`tf.image.random_crop`, or a
-`tf.slice`) pays for every pixel it throws away. libjpeg can decode just the window
+A map that decodes a whole JPEG and then keeps a window of it (`tf.image.random_crop`, a
+`tf.slice`, the inception-style box of `sample_distorted_bounding_box`) pays for every pixel it
+throws away. libjpeg can decode just the window
 (`tf.image.decode_and_crop_jpeg`); the crop's offset is then computed from the JPEG's header
 (`tf.image.extract_jpeg_shape`) instead of from the decoded image. This module finds that pattern
 inside the user's traced function and rewrites a copy of it:
@@ -16,10 +18,15 @@ checks the file's magic bytes first, and decodes a file that is not a JPEG whole
 as the original did (decode_jpeg and decode_image also decode PNG and GIF; decode_and_crop_jpeg
 does not).
 
-Only where it is provably the same crop: the decoded image feeds nothing but `Shape` and a 3-D
-`Slice` of int32 offsets, the slice keeps every channel (`size[2]` a constant equal to the decoder's
-`channels`), and the decoder does not downscale (`ratio` 1). The tuned mode's safety check
-still compares the first batches of deterministic pipelines, as for every other change.
+Only where it is provably the same crop: the decoded image feeds nothing but `Shape`, 3-D
+`Slice`s of int32 offsets (a size known at run time only included: the helper applies the Slice's
+own begin and size, -1 "to the end" resolved from the header) and windows `image[a:b, c:d]`, and
+conds (`tf.cond`: If / StatelessIf) whose branch functions do only that with it or leave it
+unread (tensorflow/models' parser center-crops the whole image in one branch when the sampled box
+is all of it); those branches are rewritten as copies that take the JPEG bytes. The decoder keeps
+a fixed channel count, decodes to uint8 and does not downscale (`ratio` 1). The tuned mode's
+safety check still compares the first batches of deterministic pipelines, as for every other
+change.
 
 Across stages (`find_across`, `rewrite_across`, below): one map decodes the whole JPEG (the
 user's, or tensorflow-datasets' own `parse_and_decode`), a later one only crops it; the decode
@@ -29,6 +36,9 @@ moves into the crop stage and the stages between carry the JPEG bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
 
 from pipediag.backends.tf import tf
 from pipediag.builder.graph import PipelineGraph
@@ -44,7 +54,29 @@ _SUFFIX = "_pipediag_decode_crop"
 # noisy, 7 row and 49 column offsets), with 1 column and no row none did; 2 and 2 keeps one
 # chroma sample of 2x2 subsampling to spare. tests/modes/test_decode_crop.py checks offsets.
 WINDOW_MARGIN_PX = (2, 2)  # rows, columns: one chroma sample of 2x2 subsampling
-NOTHING_TO_CROP = "it decodes no JPEG with decode_jpeg and then crops it"
+NOTHING_TO_CROP = "it decodes no JPEG with decode_jpeg or decode_image and then crops it"
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One branch function of a cond that reads the decoded image, and what it does with it."""
+
+    attr: str  # the If node's attribute naming it: "then_branch" or "else_branch"
+    function: str
+    args: tuple[int, ...]  # its arguments holding the image (unread in a branch that passes the crop on)
+    shapes: tuple[str, ...]
+    slices: tuple[str, ...]
+    conds: tuple["Cond", ...] = ()
+
+
+@dataclass(frozen=True)
+class Cond:
+    """A `tf.cond` (an If or StatelessIf node) that takes the decoded image in: both branches only
+    take its shape and windows of it (a center crop), or pass something else on (the crop)."""
+
+    node: str
+    inputs: tuple[int, ...]  # the node's inputs holding the image (branch argument i - 1)
+    branches: tuple[Branch, ...]
 
 
 @dataclass(frozen=True)
@@ -52,10 +84,13 @@ class Site:
     """One decode-then-crop inside a function: the decoder and what reads its image."""
 
     function: str
-    decode: str  # the DecodeJpeg node
+    decode: str  # the DecodeJpeg / DecodeImage node
     shapes: tuple[str, ...]  # Shape nodes of the decoded image
-    slices: tuple[str, ...]  # Slice nodes cropping it
+    slices: tuple[str, ...]  # Slice (and window StridedSlice) nodes cropping it
     crop_size: tuple[int, int] | None = None  # height, width of the (first) window, when constant
+    conds: tuple[Cond, ...] = ()  # conds whose branches take windows of the image (a center crop)
+    decoder: str = "decode_jpeg"  # the user's call: decode_jpeg or decode_image
+    sampled_box: bool = False  # a crop's window comes from sample_distorted_bounding_box (inception-style)
 
 
 def _ref_node(ref: str) -> str:
@@ -63,7 +98,14 @@ def _ref_node(ref: str) -> str:
 
 
 def _const(function, name: str):
+    """The value of a Const node, or of a Pack of scalar Consts (the strides of `image[a:b, c:d, :]`
+    with tensor bounds are packed that way); None for anything else."""
     node = next((n for n in function.node_def if n.name == name), None)
+    if node is not None and node.op == "Pack" and node.attr["axis"].i == 0:
+        parts = [_const(function, _ref_node(ref)) for ref in node.input if not ref.startswith("^")]
+        if parts and all(p is not None and p.ndim == 0 for p in parts):
+            return np.stack(parts)
+        return None
     if node is None or node.op != "Const":
         return None
     try:
@@ -87,31 +129,28 @@ def find_site(graph: PipelineGraph, function_name: str) -> Site | str:
     function = graph.functions.get(function_name)
     if function is None:
         return "its function is not in the pipeline's graph"
-    decodes = [n for n in function.node_def if n.op == "DecodeJpeg"]
-    cropped = [(d, _readers(function, d.name)) for d in decodes]
-    cropped = [(d, readers) for d, readers in cropped if any(n.op == "Slice" and i == [0] for n, i in readers)]
+    cropped = [n for n in function.node_def if n.op in DECODE_OPS and _is_cropped(graph, function, [n.name])]
     if not cropped:
         return NOTHING_TO_CROP  # no JPEG decoded, or decoded and used whole (resized, returned)
     if len(cropped) > 1:
         return "it decodes and crops more than one JPEG"
-    decode, readers = cropped[0]
-    if decode.attr["ratio"].i not in (0, 1):
-        return "its decode_jpeg downscales (ratio > 1)"
-    channels = decode.attr["channels"].i
-    if channels == 0:
-        return "its decode_jpeg keeps the file's channels (channels=0): the crop's channel count is not known"
-    shapes = [n.name for n, _ in readers if n.op == "Shape" and n.attr["out_type"].type in (_INT32, _INT64)]
-    slices = [n for n, i in readers if n.op == "Slice" and i == [0]]
-    others = [n.op for n, i in readers if n.name not in shapes and n not in slices]
-    if others or any(_ref_node(ref) == decode.name for ref in function.ret.values()):
-        return f"it also uses the whole decoded image (in {', '.join(sorted(set(others))) or 'its result'}), not only the crop"
-    crop_size = None
-    for node in slices:
-        size = _const(function, _ref_node(node.input[2]))
-        if node.attr["Index"].type != _INT32 or size is None or size.shape != (3,) or int(size[2]) not in (channels, -1):
-            return "it slices the decoded image in a way pipediag cannot map to a crop window"
-        crop_size = crop_size or (int(size[0]), int(size[1]))
-    return Site(function_name, decode.name, tuple(shapes), tuple(n.name for n in slices), crop_size)
+    decode = cropped[0]
+    problem = _decoder_problem(decode)
+    if problem is not None:
+        return problem
+    reads = _crop_readers(graph, function, [decode.name])
+    if isinstance(reads, str):
+        return reads
+    return Site(function_name, decode.name, reads.shapes, reads.slices, reads.crop_size, reads.conds,
+                decoder="decode_jpeg" if decode.op == "DecodeJpeg" else "decode_image",
+                sampled_box=_sampled_box(function, reads.slices))
+
+
+def _sampled_box(function, slices) -> bool:
+    """A crop whose begin comes from sample_distorted_bounding_box (the inception-style crop)."""
+    nodes = {n.name: n for n in function.node_def}
+    begins = [_ref_node(_identity_base(function, nodes[name].input[1])) for name in slices if nodes[name].op == "Slice"]
+    return any(name in nodes and nodes[name].op in BOX_OPS for name in begins)
 
 
 def find_in_stage(graph: PipelineGraph, node: str) -> Site | str | None:
@@ -131,13 +170,24 @@ def rewrite(graph: PipelineGraph, map_node: str, site: Site) -> str:
     """Rewrite a copy of the site's function in `graph` and point `map_node` at it; returns the
     new function's name. The original function is left as it was (other stages may call it).
     Each crop (and shape) of the decoded image becomes a call of a helper that decodes only the
-    window of a JPEG, and the whole image of anything else (see _helper_functions)."""
+    window of a JPEG, and the whole image of anything else (see _helper_functions); a cond that
+    takes the image in takes the JPEG bytes instead, in rewritten copies of its branches."""
     function = _copy_function(graph, site.function, _SUFFIX)
     decode = type(function.node_def[0])()
     decode.CopyFrom(next(n for n in function.node_def if n.name == site.decode))
     jpeg = decode.input[0]
-    _replace_crops(graph, function, decode, site.shapes, site.slices, lambda ref: jpeg)
+    nodes = {n.name: n for n in function.node_def}
+    for alias in _aliases(function, [site.decode])[1:]:  # Identity copies of the image copy the JPEG now
+        nodes[alias].attr["T"].type = _STRING
+        if _ref_node(nodes[alias].input[0]) == site.decode:
+            nodes[alias].input[0] = jpeg
+    _replace_crops(graph, function, decode, site.shapes, site.slices,
+                   lambda ref: jpeg if _ref_node(ref) == site.decode else ref, site.conds, _SUFFIX)
     keep = [n for n in function.node_def if n.name != site.decode]
+    for node in keep:  # a control dependency on the decoder: nothing to wait for now
+        kept = [ref for ref in node.input if ref != "^" + site.decode]
+        del node.input[:]
+        node.input.extend(kept)
     del function.node_def[:]
     function.node_def.extend(keep)
     graph.add_function(function)
@@ -158,6 +208,8 @@ def rewrite(graph: PipelineGraph, map_node: str, site: Site) -> str:
 # image as before and slices it, so no input the original accepted fails in the rewrite.
 
 DECODE_OPS = ("DecodeJpeg", "DecodeImage")
+COND_OPS = ("If", "StatelessIf")  # tf.cond; its branches are functions of the graph's library
+BOX_OPS = ("SampleDistortedBoundingBox", "SampleDistortedBoundingBoxV2", "StatelessSampleDistortedBoundingBox")
 _STRING = 7
 # Stages that hand every element on unchanged (they may drop, repeat or reorder whole elements):
 # the image can travel through them as JPEG bytes.
@@ -198,6 +250,7 @@ class AcrossSite:
     crop_size: tuple[int, int] | None
     tfds: bool = False  # the decode is tensorflow-datasets' own
     feature: str | None = None  # the tfds feature decoded ("image"), when the graph shows it
+    conds: tuple[Cond, ...] = ()  # conds in the crop stage whose branches take windows of the image
 
 
 def _identity_base(function, ref: str) -> str:
@@ -238,10 +291,10 @@ def _arg_index(function, ref: str) -> int | None:
     return names.index(name) if name in names and ":" not in ref else None
 
 
-def _aliases(function, image: str) -> list[str]:
-    """`image` and the Identity nodes that copy it (tf.image.central_crop reads the image through
-    one that waits for its checks)."""
-    names, todo = [], [image]
+def _aliases(function, images: list[str]) -> list[str]:
+    """`images` (first) and the Identity nodes that copy them (tf.image.central_crop reads the image
+    through one that waits for its checks)."""
+    names, todo = [], list(reversed(images))
     while todo:
         name = todo.pop()
         names.append(name)
@@ -249,28 +302,94 @@ def _aliases(function, image: str) -> list[str]:
     return names
 
 
-def _crop_readers(function, image: str):
-    """(Shape nodes, Slice nodes, crop size) reading `image` (or Identity copies of it), or why
-    it is not only cropped."""
-    aliases = _aliases(function, image)
-    readers = [r for name in aliases for r in _readers(function, name) if r[0].name not in aliases]
+class _Reads(NamedTuple):
+    shapes: tuple[str, ...]
+    slices: tuple[str, ...]
+    crop_size: tuple[int, int] | None
+    conds: tuple[Cond, ...]
+
+
+def _image_readers(function, images: list[str]) -> tuple[list[str], list[tuple[object, list[int]]]]:
+    """(the aliases of `images`, the nodes other than aliases reading them, each once with every
+    input position where it reads one)."""
+    aliases = _aliases(function, images)
+    merged: dict[str, tuple[object, list[int]]] = {}
+    for name in aliases:
+        for node, reads in _readers(function, name):
+            if node.name not in aliases:
+                merged.setdefault(node.name, (node, []))[1].extend(reads)
+    return aliases, [(node, sorted(reads)) for node, reads in merged.values()]
+
+
+def _is_window(function, node, reads: list[int]) -> bool:
+    return reads == [0] and (node.op == "Slice" or (node.op == "StridedSlice" and _strided_spec(function, node) is not None))
+
+
+def _is_cropped(graph: PipelineGraph, function, images: list[str]) -> bool:
+    """Some reader of the image takes a window of it (a Slice, `image[a:b, c:d]`), here or in a
+    branch of a cond it flows into."""
+    for node, reads in _image_readers(function, images)[1]:
+        if _is_window(function, node, reads):
+            return True
+        if node.op in COND_OPS and 0 not in reads:
+            for key in ("then_branch", "else_branch"):
+                branch = graph.functions.get(node.attr[key].func.name)
+                if branch is not None and _is_cropped(graph, branch, [branch.signature.input_arg[i - 1].name for i in reads]):
+                    return True
+    return False
+
+
+def _crop_readers(graph: PipelineGraph, function, images: list[str], where: str = "") -> _Reads | str:
+    """What reads `images` (or Identity copies of them) in `function`: Shape nodes, crops, and
+    conds whose branches do only that; or why it is not only cropped."""
+    aliases, readers = _image_readers(function, images)
     shapes = [n.name for n, _ in readers if n.op == "Shape" and n.attr["out_type"].type in (_INT32, _INT64)]
     slices = [n for n, i in readers if n.op == "Slice" and i == [0]]
-    strided = [n for n, i in readers if n.op == "StridedSlice" and i == [0] and _strided_spec(function, n) is not None]
-    others = [n.op for n, i in readers if n.name not in shapes and n not in slices and n not in strided]
+    strided = [n for n, i in readers if n.op == "StridedSlice" and _is_window(function, n, i)]
+    conds, others = [], []
+    for node, reads in readers:
+        if node.name in shapes or node in slices or node in strided:
+            continue
+        if node.op in COND_OPS and 0 not in reads:
+            cond = _cond_reads(graph, node, reads)
+            if isinstance(cond, str):
+                return cond
+            conds.append(cond)
+        else:
+            others.append(node.op)
     if others or any(_ref_node(ref) in aliases for ref in function.ret.values()):
-        return f"it also uses the whole decoded image (in {', '.join(sorted(set(others))) or 'its result'}), not only the crop"
+        return (f"it also uses the whole decoded image (in {', '.join(sorted(set(others))) or 'its result'}{where}), "
+                "not only the crop")
     crop_size = None
     for node in slices:
         # Any 3-D slice maps to a window: the helper applies the Slice's own begin and size
         # (channels, -1 "to the end" included) to the wider window; sizes known at run time only
-        # (central_crop's) too.
+        # (central_crop's, sample_distorted_bounding_box's) too.
         if node.attr["Index"].type != _INT32:
             return "it slices the decoded image with int64 offsets, which pipediag does not rewrite"
         size = _const(function, _ref_node(node.input[2]))
         if size is not None and size.shape == (3,) and crop_size is None and min(size[:2]) > 0:
             crop_size = (int(size[0]), int(size[1]))
-    return shapes, [n.name for n in slices + strided], crop_size
+    return _Reads(tuple(shapes), tuple(n.name for n in slices + strided), crop_size, tuple(conds))
+
+
+def _cond_reads(graph: PipelineGraph, node, inputs: list[int]) -> Cond | str:
+    """A cond taking the image in (inputs `inputs`, branch arguments `i - 1`): each branch may take
+    its shape and windows of it (the center crop of tensorflow/models' parser) or leave it unread
+    (the branch that passes the random crop on); returning or resizing it whole is a use of the
+    whole image."""
+    branches = []
+    for key in ("then_branch", "else_branch"):
+        function = graph.functions.get(node.attr[key].func.name)
+        if function is None:
+            return "a tf.cond reading the decoded image has a branch that is not in the pipeline's graph"
+        args = tuple(i - 1 for i in inputs)
+        reads = _crop_readers(graph, function, [function.signature.input_arg[a].name for a in args],
+                              ", inside a tf.cond branch")
+        if isinstance(reads, str):
+            return reads
+        branches.append(Branch(key, function.signature.name, args, reads.shapes, reads.slices, reads.conds))
+    return Cond(node.name, tuple(inputs), tuple(branches))
 
 
 def _strided_spec(function, node) -> tuple[int, int, int] | None:
@@ -334,8 +453,7 @@ def find_across(graph: PipelineGraph, crop_node: str) -> AcrossSite | str | None
     for i, arg in enumerate(crop_function.signature.input_arg):
         if arg.type != tf.uint8.as_datatype_enum:
             continue
-        readers = _readers(crop_function, arg.name)
-        if any(n.op in ("Slice", "StridedSlice") and reads == [0] for n, reads in readers):
+        if _is_cropped(graph, crop_function, [arg.name]):
             candidates.append(i)
     reasons = []
     for arg_index in candidates:
@@ -391,16 +509,15 @@ def _trace_back(graph, chain, crop_node, crop_function, arg_index) -> AcrossSite
                 return blocker or problem
             if blocker is not None:
                 return blocker
-            crop = _crop_readers(crop_function, crop_function.signature.input_arg[arg_index].name)
+            crop = _crop_readers(graph, crop_function, [crop_function.signature.input_arg[arg_index].name])
             if isinstance(crop, str):
                 return crop
-            shapes, slices, crop_size = crop
             is_tfds = function_label(names[0]) == TFDS_DECODE_FUNCTION
             return AcrossSite(
                 decode_node=name, decode_function=names[0], decode=source.name, decode_index=index,
                 hops=tuple(reversed(hops)), crop_node=crop_node, crop_function=crop_function.signature.name,
-                crop_arg=arg_index, shapes=tuple(shapes), slices=tuple(slices), crop_size=crop_size,
-                tfds=is_tfds, feature=_tfds_feature(function, source) if is_tfds else None,
+                crop_arg=arg_index, shapes=crop.shapes, slices=crop.slices, crop_size=crop.crop_size,
+                tfds=is_tfds, feature=_tfds_feature(function, source) if is_tfds else None, conds=crop.conds,
             )
         arg = _arg_index(function, base)
         if arg is None:
@@ -558,10 +675,13 @@ def _string_arg(function, index: int) -> None:
         del function.arg_attr[index]  # its _output_shapes described the image
 
 
-def _replace_crops(graph: PipelineGraph, function, decode, shapes, slices, contents_of) -> None:
+def _replace_crops(graph: PipelineGraph, function, decode, shapes, slices, contents_of, conds=(),
+                   suffix: str = _SUFFIX) -> None:
     """In `function` (a copy being rewritten), replace each Shape and crop of the decoded image by
     a call of a helper on the JPEG bytes: `contents_of(ref)` gives the bytes' ref for the image
-    ref a node read. The helpers (traced per decoder and kind of crop) join the graph's library."""
+    ref a node read. The helpers (traced per decoder and kind of crop) join the graph's library.
+    Each cond in `conds` takes the bytes in place of the image, and its branches are rewritten
+    the same way, as copies named with `suffix`."""
     nodes = {n.name: n for n in function.node_def}
     strided = {name: _strided_spec(function, nodes[name]) for name in slices if nodes[name].op == "StridedSlice"}
     helpers = _helper_functions(decode, {tf.int64 if nodes[n].attr["out_type"].type == _INT64 else tf.int32
@@ -594,6 +714,29 @@ def _replace_crops(graph: PipelineGraph, function, decode, shapes, slices, conte
     keep = [n for n in function.node_def if n.name not in replaced]
     del function.node_def[:]
     function.node_def.extend(keep)
+    for cond in conds:
+        _replace_cond(graph, function, decode, cond, contents_of, suffix)
+
+
+def _replace_cond(graph: PipelineGraph, function, decode, cond: Cond, contents_of, suffix: str) -> None:
+    """The cond takes the JPEG bytes where it took the image; its branches, rewritten copies, take
+    the shape and windows of the image through the helpers (a branch not reading it is retyped)."""
+    node = next(n for n in function.node_def if n.name == cond.node)
+    for i in cond.inputs:
+        node.input[i] = contents_of(node.input[i])
+        node.attr["Tin"].list.type[i - 1] = _STRING
+    for branch in cond.branches:
+        copy = _copy_function(graph, branch.function, suffix)
+        names = [copy.signature.input_arg[a].name for a in branch.args]
+        for arg in branch.args:
+            _string_arg(copy, arg)
+        copies = {n.name: n for n in copy.node_def}
+        for alias in _aliases(copy, names)[len(names):]:
+            copies[alias].attr["T"].type = _STRING
+        _replace_crops(graph, copy, decode, branch.shapes, branch.slices, lambda ref: ref, branch.conds, suffix)
+        if copy.signature.name not in graph.functions:
+            graph.add_function(copy)
+        node.attr[branch.attr].func.name = copy.signature.name
 
 
 def rewrite_across(graph: PipelineGraph, site: AcrossSite) -> str:
@@ -639,9 +782,10 @@ def rewrite_across(graph: PipelineGraph, site: AcrossSite) -> str:
     _string_arg(function, site.crop_arg)
     contents = function.signature.input_arg[site.crop_arg].name
     nodes = {n.name: n for n in function.node_def}
-    for alias in _aliases(function, contents)[1:]:
+    for alias in _aliases(function, [contents])[1:]:
         nodes[alias].attr["T"].type = _STRING  # Identity copies (with their control inputs) now copy the JPEG
-    _replace_crops(graph, function, decode, site.shapes, site.slices, lambda ref: ref)  # the argument or a copy
+    _replace_crops(graph, function, decode, site.shapes, site.slices, lambda ref: ref,  # the argument or a copy
+                   site.conds, _SUFFIX_ACROSS)
     new_functions.append((site.crop_node, site.crop_function, function))
 
     for node_name, old, function in new_functions:

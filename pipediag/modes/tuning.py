@@ -235,7 +235,8 @@ def _decode_crop_changes(graph: PipelineGraph, stages: list[Stage]) -> list[Chan
             continue
         found = decode_crop.find_in_stage(graph, s.node)
         if isinstance(found, decode_crop.Site):
-            changes.append(rules.decode_crop_change(s, None, found.crop_size))
+            form = {"decoder": found.decoder, "sampled_box": found.sampled_box, "center_crop": bool(found.conds)}
+            changes.append(rules.decode_crop_change(s, None, found.crop_size, form=form))
         elif found is not None:
             changes.append(rules.decode_crop_change(s, found))
         else:  # the stage decodes nothing itself: does it crop what an earlier stage decoded?
@@ -365,6 +366,7 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
                     graph.to_dataset()  # it edits several stages: TensorFlow must accept the graph now
                 else:
                     decode_crop.rewrite(graph, change.node, site)
+                    graph.to_dataset()  # a cond's branches may be rewritten too: TensorFlow must accept it now
             except GraphError as error:
                 graph = before
                 # tfds' decode could not be moved here; the user can still skip it by hand (decoders=)

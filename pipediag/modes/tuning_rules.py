@@ -163,10 +163,14 @@ class CachePoint:
 
 
 def decode_crop_change(stage: Stage, not_found: str | None, crop_size: tuple[int, int] | None = None,
-                       decode_stage: Stage | None = None, tfds: bool = False, feature: str | None = None) -> Change:
+                       decode_stage: Stage | None = None, tfds: bool = False, feature: str | None = None,
+                       form: dict | None = None) -> Change:
     """`not_found`: why the decode-then-crop cannot be rewritten (None: it can). `decode_stage`:
     the earlier stage that decodes the whole JPEG when `stage` only crops it (the decode moves
-    into `stage`); `tfds`: that stage is tensorflow-datasets' own decode, of `feature`."""
+    into `stage`); `tfds`: that stage is tensorflow-datasets' own decode, of `feature`. `form`:
+    what the fix's code should show (`decoder`: decode_jpeg or decode_image; `sampled_box`: the
+    window comes from sample_distorted_bounding_box; `center_crop`: a tf.cond also takes a
+    window of the whole image)."""
     if decode_stage is None:
         description = f"{stage.label}: decode only the crop window (decode_and_crop_jpeg) instead of the whole JPEG"
     else:
@@ -174,6 +178,7 @@ def decode_crop_change(stage: Stage, not_found: str | None, crop_size: tuple[int
         description = (f"{stage.label} only crops the images {whose}{decode_stage.label} decodes whole: {decode_stage.label} "
                        f"passes the JPEG bytes on and {stage.label} decodes only the crop window (decode_and_crop_jpeg)")
     details = {"crop_size": list(crop_size) if crop_size else None}
+    details.update({key: value for key, value in (form or {}).items() if value})
     if decode_stage is not None:
         details.update(decode_stage=decode_stage.label, decode_node=decode_stage.node, tfds=tfds, feature=feature)
     change = Change(

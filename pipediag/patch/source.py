@@ -458,9 +458,9 @@ def patch_source(source: str, function: str, changes: list[Change], *, path: str
             elif change.kind == "threading":
                 _threading(src, change)
             elif change.kind == "decode_crop":
-                raise Refused("the tuned mode rewrites the traced function's ops (the crop window read from the "
-                              "JPEG header, widened to whole MCUs); a source edit of the function body is not one "
-                              "pipediag can check, so apply the snippet")
+                raise Refused("the tuned mode rewrites the traced function's ops, its tf.cond branches included "
+                              "(the crop window read from the JPEG header, decoded 2 pixels wider and sliced); a "
+                              "source edit of the function body is not one pipediag can check, so apply the snippet")
             else:
                 raise Refused(f"{change.kind} has no source edit")
         except Refused as error:

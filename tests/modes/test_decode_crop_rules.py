@@ -1,6 +1,7 @@
-"""decode_crop across stages against a planned cache: the rule on scripted stages (no TensorFlow)."""
+"""decode_crop rules on scripted stages (no TensorFlow): across stages against a planned cache, and the fix's code."""
 
 from pipediag.builder.stages import Stage
+from pipediag.fixes import catalog
 from pipediag.modes.changes import Change
 from pipediag.modes.tuning_rules import decode_crop_change, decode_crop_under_cache
 
@@ -34,3 +35,16 @@ def test_a_cache_elsewhere_or_not_applied_leaves_it():
     assert decode_crop_under_cache(MOVED, cache_after("crop"), CHAIN).applied  # caches the crops
     assert decode_crop_under_cache(MOVED, cache_after("prefetch", applied=False), CHAIN).applied
     assert decode_crop_under_cache(MOVED, None, CHAIN).applied
+
+
+def test_an_inception_style_crop_gets_the_header_box_code_with_its_decoder_and_center_crop():
+    form = {"decoder": "decode_image", "sampled_box": True, "center_crop": True}
+    change = decode_crop_change(stage("crop"), None, None, form=form)
+    assert change.applied and change.details == {"crop_size": None, **form}
+    code = catalog.code("decode_crop", change.stage, **change.details)
+    assert code.startswith("# in crop: instead of decode_image(jpeg, channels=3), then tf.slice(image, begin, size)")
+    assert "tf.image.sample_distorted_bounding_box(shape, bbox, ...)" in code
+    assert "decode_and_crop_jpeg(jpeg, tf.stack([begin[0], begin[1], size[0], size[1]]), channels=3)" in code
+    assert "center-crops the whole image" in code and "tf.io.is_jpeg(jpeg)" in code
+    plain = catalog.code("decode_crop", "map(crop)", **decode_crop_change(stage("crop"), None, (64, 64)).details)
+    assert "random_crop(image, [64, 64, 3])" in plain and "sample_distorted_bounding_box" not in plain

@@ -19,7 +19,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.environment import collect
     from pipediag.report.environment import render_environment
 
-    env = collect()
+    env = collect(deep=True)
     out.print(render_environment(env))
     if args.json:
         write_json(env.to_dict(), args.json)

@@ -30,7 +30,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     check_outputs(args)
     data = load_json(args.file)
-    if data.get("kind") == SWEEP:
+    from pipediag.baseline import BaselineProfile, is_baseline
+    from pipediag.report.baseline import render_profile
+
+    if is_baseline(data):
+        result, render = BaselineProfile.from_dict(data), render_profile
+    elif data.get("kind") == SWEEP:
         result, render = Sweep.from_dict(data), render_sweep
     elif data.get("kind") == SCALE:
         result, render = ScaleResult.from_dict(data), render_scale

@@ -1,4 +1,4 @@
-"""`pipediag report FILE`: print a saved diagnosis, comparison, sweep or scale result again, and
+"""`pipediag report FILE`: print a saved diagnosis, comparison, sweep, scale result or baseline profile again, and
 re-render it as HTML (any kind) or, for a diagnosis, its samples as CSV."""
 
 from __future__ import annotations

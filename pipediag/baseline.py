@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gc
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -183,8 +184,6 @@ def compare_profiles(a: BaselineProfile, b: BaselineProfile, tolerance: float = 
 # -- running it --------------------------------------------------------------------------------------
 def keras_device(backend: str) -> str:
     """Where the Keras backend runs its ops: "gpu" if it has one, else "cpu"."""
-    import sys
-
     if backend == "jax":
         import jax
 
@@ -313,6 +312,7 @@ def run_baseline(
     def elapsed_s() -> float:
         return (clock_ns() - started) / 1e9
 
+    keras_model = None
     sampler = Sampler(gpu_reader=GpuReader(nvml_lib), clock_ns=clock_ns)
     if progress is not None:
         progress.phase("reading the environment")
@@ -382,7 +382,7 @@ def run_baseline(
         notes.append(f"no GPU readings: {log.gpu_unavailable_reason}")
     return BaselineProfile(
         status=status, model=spec.name, model_description=spec.description, model_reason=reason, backend=backend,
-        device=device, parameters=int(keras_model.count_params()) if "keras_model" in locals() else None,
+        device=device, parameters=None if keras_model is None else int(keras_model.count_params()),
         environment=environment, points=tuple(points), oom_edge=edge,
         settings={"batch_sizes": list(sizes), "budget_s": budget, "window_s": cap, "find_oom_edge": find_oom_edge,
                   "warmup_steps": 2, "min_steps": 10, "input_shape": list(spec.input_shape), "classes": spec.classes},
@@ -392,8 +392,8 @@ def run_baseline(
 
 def _point(batch_size: int, run: Any, summary: Any, window: float) -> BaselinePoint:
     status = {"out_of_memory": OUT_OF_MEMORY, "interrupted": INTERRUPTED}.get(run.stop_reason, OK)
-    if status == OK and not run.steps:
-        status = OUT_OF_MEMORY if run.error is not None and run.stop_reason == "out_of_memory" else SKIPPED
+    if status == OK and not run.steps:  # the window ended before a timed step
+        status = SKIPPED
     rate_ci = summary.batches_per_sec_ci
     gpm = summary.gpu.gpm if summary.gpu is not None else None
     return BaselinePoint(

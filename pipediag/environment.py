@@ -124,8 +124,11 @@ class Environment:
     def differences(self, other: Environment) -> list[str]:
         """What differs in ways that change throughput (for comparing saved runs)."""
         out = []
-        for name in ("cpu_logical", "memory_total_bytes", "tensorflow_version", "tensorflow_cuda_build",
-                     "nvml_driver", "jax_version", "torch_version"):
+        for name in ("cpu_logical", "memory_total_bytes", "tensorflow_version", "tensorflow_cuda_build"):
+            a, b = getattr(self, name), getattr(other, name)
+            if a != b:
+                out.append(f"{name}: {a} vs {b}")
+        for name in ("nvml_driver", "jax_version", "torch_version"):  # only where both runs read them
             a, b = getattr(self, name), getattr(other, name)
             if a != b and a is not None and b is not None:
                 out.append(f"{name}: {a} vs {b}")

@@ -270,13 +270,16 @@ def run_baseline(
     budget_s: float | None = None,
     window_s: float | None = None,
     find_oom_edge: bool = False,
+    memory_limit: Any | None = None,
     nvml_lib: Any | None = None,
     progress: Any | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
 ) -> BaselineProfile:
     """Profile this machine. Defaults depend on where the Keras backend runs (GPU_DEFAULTS,
     CPU_DEFAULTS). `find_oom_edge`: after the listed sizes, keep doubling the batch until one runs
-    out of memory or the budget is spent."""
+    out of memory or the budget is spent. `memory_limit` (backends.memory_limit.MemoryLimit): a
+    smaller card simulated; the caller applies it before the Keras backend starts (the CLI does),
+    PyTorch's part is applied here, once Keras has imported it."""
     from pipediag.analysis.modes import summarize
     from pipediag.environment import collect
     from pipediag.modes.runner import run_mode
@@ -322,6 +325,10 @@ def run_baseline(
         if progress is not None:
             progress.phase(f"building {spec.name} on the Keras {backend} backend ({device})")
         keras_model = build_model(spec)
+        if memory_limit is not None:
+            from pipediag.backends.memory_limit import after_user_code
+
+            after_user_code(memory_limit)
         memory = DeviceMemory(lambda: backend)
         overhead_s = 0.0
         queue = list(sizes)
@@ -377,7 +384,11 @@ def run_baseline(
         notes.append("--find-oom-edge: the time budget ended the doubling before memory ran out")
     ran = [p for p in points if p.status == OK]
     peaks = {p.batch_size: p.peak_memory.bytes for p in ran if p.peak_memory is not None}
-    edge = oom_edge([p.batch_size for p in ran], [p.batch_size for p in points if p.status == OUT_OF_MEMORY], peaks)
+    edge = oom_edge([p.batch_size for p in ran], [p.batch_size for p in points if p.status == OUT_OF_MEMORY], peaks,
+                    memory_limit.text if memory_limit is not None else "")
+    if memory_limit is not None:
+        notes.extend(f"memory limit applied: {line}" for line in memory_limit.applied)
+        notes.extend(f"the memory limit did not apply to {line}" for line in memory_limit.not_applied)
     if log.gpu_unavailable_reason:
         notes.append(f"no GPU readings: {log.gpu_unavailable_reason}")
     return BaselineProfile(
@@ -385,7 +396,8 @@ def run_baseline(
         device=device, parameters=None if keras_model is None else int(keras_model.count_params()),
         environment=environment, points=tuple(points), oom_edge=edge,
         settings={"batch_sizes": list(sizes), "budget_s": budget, "window_s": cap, "find_oom_edge": find_oom_edge,
-                  "warmup_steps": 2, "min_steps": 10, "input_shape": list(spec.input_shape), "classes": spec.classes},
+                  "warmup_steps": 2, "min_steps": 10,
+                  "gpu_memory_limit_bytes": None if memory_limit is None else memory_limit.limit_bytes, "input_shape": list(spec.input_shape), "classes": spec.classes},
         notes=tuple(notes), elapsed_s=elapsed_s(),
     )
 

@@ -17,6 +17,7 @@ from pipediag.commands.common import (
     check_outputs,
     exit_code_for,
     positive_float,
+    positive_int,
     print_and_write,
 )
 from pipediag.errors import UsageError
@@ -54,6 +55,8 @@ def register(sub) -> None:
                    help="longest timed window at one batch size (default: 6)")
     b.add_argument("--find-oom-edge", action="store_true",
                    help="after the batch sizes given, keep doubling until one runs out of memory (within the budget)")
+    b.add_argument("--gpu-memory-limit", type=positive_int, metavar="MB",
+                   help="simulate a GPU with this much memory (as 'pipediag sweep' does): the OOM edge of a smaller card")
     b.add_argument("--json", metavar="FILE", help="write the profile as JSON (schema_version 1, kind baseline)")
     add_output_arguments(b, json=False, samples_csv=False)
     b.add_argument("--quiet", action="store_true", help="no progress display")
@@ -64,8 +67,13 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.report.baseline import render_profile
 
     check_outputs(args)
+    limit = None
+    if args.gpu_memory_limit:  # before the Keras backend starts a framework on the GPU
+        from pipediag.commands.sweep import _memory_limit
+
+        limit = _memory_limit(args.gpu_memory_limit)
     options = dict(batch_sizes=args.batch_sizes, model=args.model, budget_s=args.budget,
-                   window_s=args.seconds_per_size, find_oom_edge=args.find_oom_edge)
+                   window_s=args.seconds_per_size, find_oom_edge=args.find_oom_edge, memory_limit=limit)
     if args.quiet:
         profile = run_baseline(**options)
     else:

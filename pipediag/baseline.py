@@ -330,18 +330,8 @@ def run_baseline(
 
             after_user_code(memory_limit)
         memory = DeviceMemory(lambda: backend)
-        overhead_s = 0.0
-        queue = list(sizes)
-        oom_at: int | None = None
-        while queue:
-            b = queue.pop(0)
-            if oom_at is not None:
-                points.append(BaselinePoint(b, SKIPPED, note=f"skipped: {oom_at} already ran out of memory"))
-                continue
-            window = window_for(budget, elapsed_s(), len(queue) + 1, overhead_s, cap)
-            if window is None:
-                points.append(BaselinePoint(b, SKIPPED, note=f"skipped: the time budget ({budget:g} s) was spent"))
-                continue
+
+        def measure(b: int, window: float) -> tuple[BaselinePoint, float]:
             if progress is not None:
                 progress.phase(f"batch size {b}")
             size_start = clock_ns()
@@ -350,10 +340,8 @@ def run_baseline(
             except Exception as error:  # noqa: BLE001 - only out-of-memory is expected here
                 if not is_out_of_memory(error):
                     raise
-                oom_at = b
-                points.append(BaselinePoint(b, OUT_OF_MEMORY, error=ErrorInfo.from_exception(error),
-                                            note="the synthetic batch itself did not fit"))
-                continue
+                return BaselinePoint(b, OUT_OF_MEMORY, error=ErrorInfo.from_exception(error),
+                                     note="the synthetic batch itself did not fit"), 0.0
             step = make_step(keras_model, None, spec.name, "tf", batch)
             rule = StopRule(max_seconds=window, min_seconds=min(2.0, window), min_steps=10, warmup_steps=2,
                             warmup_max_seconds=max(30.0, budget))
@@ -363,18 +351,10 @@ def run_baseline(
             run = replace(run, device_memory=memory.stop())
             del batch
             gc.collect()
-            overhead_s = (run.start_ns - size_start) / 1e9
-            point = _point(b, run, summarize(run, sampler.log()), window)
-            points.append(point)
-            if point.status == INTERRUPTED:
-                status = "interrupted"
-                notes.append(f"interrupted at batch size {b}: the profile stops there")
-                points.extend(BaselinePoint(s, SKIPPED, note="not run: interrupted") for s in queue)
-                break
-            if point.status == OUT_OF_MEMORY:
-                oom_at = b
-            elif find_oom_edge and not queue:
-                queue.append(2 * b)  # doubling until memory runs out (or the budget does)
+            return _point(b, run, summarize(run, sampler.log()), window), (run.start_ns - size_start) / 1e9
+
+        status = measure_sizes(sizes, measure, points, notes, budget_s=budget, cap_s=cap,
+                               find_oom_edge=find_oom_edge, elapsed_s=elapsed_s)
     except KeyboardInterrupt:
         status = "interrupted"
         notes.append("interrupted: the batch sizes measured before are kept")
@@ -400,6 +380,39 @@ def run_baseline(
                   "gpu_memory_limit_bytes": None if memory_limit is None else memory_limit.limit_bytes, "input_shape": list(spec.input_shape), "classes": spec.classes},
         notes=tuple(notes), elapsed_s=elapsed_s(),
     )
+
+
+def measure_sizes(sizes: Sequence[int], measure: Callable[[int, float], tuple[BaselinePoint, float]],
+                  points: list[BaselinePoint], notes: list[str], *, budget_s: float, cap_s: float,
+                  find_oom_edge: bool, elapsed_s: Callable[[], float]) -> str:
+    """Run `measure(batch_size, window_s) -> (point, set-up seconds)` for each size, small to large,
+    within the budget (`window_for`); after an out-of-memory size the larger ones are skipped;
+    `find_oom_edge` doubles the last size until one runs out of memory or the budget is spent.
+    Appends to `points` and `notes` (so an interruption keeps what was measured); returns the
+    status, "complete" or "interrupted"."""
+    queue = list(sizes)
+    overhead_s = 0.0
+    oom_at: int | None = None
+    while queue:
+        b = queue.pop(0)
+        if oom_at is not None:
+            points.append(BaselinePoint(b, SKIPPED, note=f"skipped: {oom_at} already ran out of memory"))
+            continue
+        window = window_for(budget_s, elapsed_s(), len(queue) + 1, overhead_s, cap_s)
+        if window is None:
+            points.append(BaselinePoint(b, SKIPPED, note=f"skipped: the time budget ({budget_s:g} s) was spent"))
+            continue
+        point, overhead_s = measure(b, window)
+        points.append(point)
+        if point.status == INTERRUPTED:
+            notes.append(f"interrupted at batch size {b}: the profile stops there")
+            points.extend(BaselinePoint(s, SKIPPED, note="not run: interrupted") for s in queue)
+            return "interrupted"
+        if point.status == OUT_OF_MEMORY:
+            oom_at = b
+        elif find_oom_edge and not queue:
+            queue.append(2 * b)  # doubling until memory runs out (or the budget does)
+    return "complete"
 
 
 def _point(batch_size: int, run: Any, summary: Any, window: float) -> BaselinePoint:

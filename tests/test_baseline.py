@@ -13,7 +13,17 @@ from rich.console import Console
 from pipediag import cli
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import oom_edge
-from pipediag.baseline import OK, OUT_OF_MEMORY, SKIPPED, BaselinePoint, BaselineProfile, _point, compare_profiles
+from pipediag.baseline import (
+    INTERRUPTED,
+    OK,
+    OUT_OF_MEMORY,
+    SKIPPED,
+    BaselinePoint,
+    BaselineProfile,
+    _point,
+    compare_profiles,
+    measure_sizes,
+)
 from pipediag.errors import UsageError
 from pipediag.modes.runner import ErrorInfo, ModeRun
 from pipediag.report.baseline import render_profile
@@ -136,6 +146,56 @@ def test_an_out_of_memory_mode_is_an_oom_point():
 
     p = _point(512, run, Summary(), 6.0)
     assert p.status == OUT_OF_MEMORY and p.error.framework == "jax" and p.samples_per_sec is None
+
+
+class Scripted:
+    """A `measure` for measure_sizes: each size takes `setup_s` plus its window on a scripted clock;
+    sizes in `oom` run out of memory, `interrupt_at` is interrupted."""
+
+    def __init__(self, oom=(), setup_s=5.0, interrupt_at=None):
+        self.now_s, self.oom, self.setup_s, self.interrupt_at = 0.0, set(oom), setup_s, interrupt_at
+        self.windows = {}
+
+    def __call__(self, b, window):
+        self.windows[b] = window
+        self.now_s += self.setup_s + window
+        if b == self.interrupt_at:
+            return BaselinePoint(b, INTERRUPTED), self.setup_s
+        return (BaselinePoint(b, OUT_OF_MEMORY) if b >= min(self.oom, default=10**9) else point(b, 10)), self.setup_s
+
+
+def schedule(sizes, scripted, budget_s=60.0, cap_s=6.0, find_oom_edge=False):
+    points, notes = [], []
+    status = measure_sizes(sizes, scripted, points, notes, budget_s=budget_s, cap_s=cap_s,
+                           find_oom_edge=find_oom_edge, elapsed_s=lambda: scripted.now_s)
+    return status, [(p.batch_size, p.status) for p in points], notes
+
+
+def test_sizes_after_an_out_of_memory_one_are_skipped():
+    status, points, _ = schedule((16, 32, 64, 128), Scripted(oom=(64,)))
+    assert status == "complete" and points == [(16, OK), (32, OK), (64, OUT_OF_MEMORY), (128, SKIPPED)]
+
+
+def test_the_budget_shortens_windows_then_skips_sizes():
+    scripted = Scripted(setup_s=15.0)
+    status, points, _ = schedule((16, 32, 64, 128), scripted, budget_s=60.0)
+    assert scripted.windows[16] == 6.0  # the first size: the cap (its set-up is not known yet)
+    assert scripted.windows[32] == pytest.approx(1.0)  # 39 s left for 3 sizes, 15 s set-up each: the shortest
+    assert points[2:] == [(64, OK), (128, SKIPPED)]  # 23 s left fit 64's set-up and 1 s; then 7 s do not
+    assert scripted.now_s <= 60.0
+
+
+def test_find_oom_edge_doubles_until_memory_runs_out_or_the_budget_ends():
+    status, points, _ = schedule((16, 32), Scripted(oom=(256,), setup_s=1.0), budget_s=600.0, find_oom_edge=True)
+    assert points == [(16, OK), (32, OK), (64, OK), (128, OK), (256, OUT_OF_MEMORY)]
+    _, short, _ = schedule((16, 32), Scripted(oom=(4096,), setup_s=10.0), budget_s=60.0, find_oom_edge=True)
+    assert short[-1][1] == SKIPPED and all(s != OUT_OF_MEMORY for _, s in short)
+
+
+def test_an_interruption_keeps_what_was_measured():
+    status, points, notes = schedule((16, 32, 64), Scripted(interrupt_at=32))
+    assert status == "interrupted" and points == [(16, OK), (32, INTERRUPTED), (64, SKIPPED)]
+    assert notes == ["interrupted at batch size 32: the profile stops there"]
 
 
 # -- real runs on this machine's CPU (slow) ----------------------------------------------------------

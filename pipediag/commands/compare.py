@@ -103,10 +103,16 @@ class RoundsProgress:
 
 
 def _is_profile(path: str) -> bool:
+    """Is --baseline a machine profile? A file that cannot be read is left to the saved-run path,
+    which says what is wrong with it."""
     from pipediag.baseline import is_baseline
     from pipediag.diagnosis import load_json
+    from pipediag.errors import UsageError
 
-    return is_baseline(load_json(path))
+    try:
+        return is_baseline(load_json(path))
+    except UsageError:
+        return False
 
 
 def _kwargs(args_list: list[str], option: str) -> dict:

@@ -15,28 +15,29 @@ def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
 
 
 def profile_table(p: BaselineProfile) -> Table:
-    """GPU columns only when the run had GPU readings (a CPU run has none)."""
+    """GPU columns only when the run had GPU readings (a CPU run has none). A size that did not
+    run says so beside its batch size, and why below the table."""
     gpu = any(x.gpu_util_pct is not None for x in p.points)
     gpm = any(x.gpm_sm_active_pct is not None for x in p.points)
     power = any(x.power_w_mean is not None for x in p.points)
     columns = ["batch", "samples/s", "±95%", "p50 ms", "p90 ms", "steps", "compile s", "peak GiB"]
-    columns += (["GPU"] if gpu else []) + (["SM act"] if gpm else []) + (["power W"] if power else []) + ["result"]
+    columns += (["GPU"] if gpu else []) + (["SM act"] if gpm else []) + (["power W"] if power else [])
     table = Table(title="Batch sizes", title_justify="left", pad_edge=False)
     for name in columns:
-        table.add_column(name, justify="left" if name in ("batch", "result") else "right", no_wrap=True,
+        table.add_column(name, justify="left" if name == "batch" else "right", no_wrap=True,
                          min_width=len(name))
     for x in p.points:
         half = "" if x.samples_per_sec_ci is None else f"{(x.samples_per_sec_ci[1] - x.samples_per_sec_ci[0]) / 2:.1f}"
         peak = x.peak_memory
         memory = "—" if peak is None else f"{peak.bytes / 2**30:.2f}" + ("≤" if peak.scope == "process" else "")
-        result = {"out_of_memory": "OOM"}.get(x.status, x.status)
-        row = [str(x.batch_size), _num(x.samples_per_sec), half, _num(x.step_ms_p50), _num(x.step_ms_p90),
+        batch = str(x.batch_size) + ("" if x.status == OK else " " + {"out_of_memory": "OOM"}.get(x.status, x.status))
+        row = [batch, _num(x.samples_per_sec), half, _num(x.step_ms_p50), _num(x.step_ms_p90),
                str(len(x.step_ns)) if x.step_ns else "—", _num(None if x.first_step_ms is None else x.first_step_ms / 1e3),
                memory]
         row += ([_num(x.gpu_util_pct, "{:.0f}%", "n/a")] if gpu else [])
         row += ([_num(x.gpm_sm_active_pct, "{:.0f}%", "n/a")] if gpm else [])
         row += ([_num(x.power_w_mean, "{:.0f}", "n/a")] if power else [])
-        table.add_row(*row, result)
+        table.add_row(*row)
     return table
 
 
@@ -55,7 +56,7 @@ def render_profile(p: BaselineProfile) -> RenderableType:
         parts.append(Text(f"partial profile: {p.status}", style="bold yellow"))
     parts.append(profile_table(p))
     for x in p.points:
-        if x.status != OK and (x.note or x.error):
+        if x.status != OK:
             error = f" ({x.error.type}: {x.error.message[:160]})" if x.error is not None else ""
             parts.append(Text(f"batch {x.batch_size}: {x.note or x.status.replace('_', ' ')}{error}", style="dim"))
     parts.append(Text.assemble(("Memory: ", "bold"), p.oom_edge.text))

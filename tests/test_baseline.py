@@ -112,6 +112,7 @@ def test_compare_baseline_a_slower_node(tmp_path, capsys):
     assert cli.main(["compare", "--baseline", a, b]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "Verdict: B is 15% slower at batch 128" in out
+    assert "profile B again, and A if you can, before acting on it" in out
     assert cli.main(["compare", "--baseline", a, b, "--fail-if-slower", "10%"]) == 3
     assert cli.main(["compare", "--baseline", a, b, "--fail-if-slower", "20%"]) == 0
 

@@ -99,4 +99,8 @@ def render_profile_comparison(c: ProfileComparison, label_a: str, label_b: str) 
         parts.append(Text(line, style="dim"))
     style = "bold green" if c.differs is False else ("bold red" if c.differs else "bold yellow")
     parts.append(Text.assemble(("Verdict: ", "bold"), (c.verdict, style)))
+    if c.differs:
+        parts.append(Text("the profiles were taken at different times: what changed on the machine between them "
+                          "(other tenants, clocks, temperature) shows up here too; profile B again, and A if you can, "
+                          "before acting on it", style="yellow"))
     return Group(*parts)

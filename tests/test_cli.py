@@ -152,7 +152,7 @@ def test_demo_runs(tmp_path):
 @pytest.mark.slow
 def test_env_lists_tensorflow_and_gpu_state(tmp_path):
     out = tmp_path / "env.json"
-    result = pipediag("env", "--json", str(out))
+    result = pipediag("env", "--json", str(out), timeout=600)  # env imports JAX and PyTorch too
     assert result.returncode == 0, result.stderr
     assert "tensorflow" in result.stdout and "CPU cores" in result.stdout
     data = json.loads(out.read_text())

@@ -12,6 +12,8 @@ shapes and error class. Each metric of a `FakeGpu` is a script:
     sampler = Sampler(gpu_reader=GpuReader(fake))
 
 Besides the basic readings it scripts what the GPU side of pipediag reads on a Hopper GPU:
+- what `pipediag env` checks: the CUDA version the driver supports
+  (`nvmlSystemGetCudaDriverVersion`) and each GPU's compute capability;
 - the driver's utilization sample buffer (`nvmlDeviceGetSamples`): one sample every
   `util_sample_period_s` since `nvmlInit`, valued by the `util_pct` script at that time (or by
   its own `util_samples_pct` script), `NVMLError_NotFound` when nothing is newer than asked;
@@ -133,6 +135,7 @@ class FakeGpu:
     gpm_fp16_active_pct: Script = 0.0
     gpm_pcie_tx_mib_per_s: Script = 1.0
     gpm_pcie_rx_mib_per_s: Script = 1.0
+    compute_capability: tuple[int, int] | None = (9, 0)  # None: the driver does not say
     _calls: dict[str, int] = field(default_factory=dict, repr=False)
 
 
@@ -192,12 +195,14 @@ class FakeNvml:
         gpus: Sequence[FakeGpu] = (),
         *,
         driver_version: str = "999.99 (fake)",
+        cuda_driver_version: int | None = 12080,  # NVML's encoding: 1000 * major + 10 * minor
         library_missing: bool = False,
         clock_s: Callable[[], float] = time.monotonic,
         lost_after_s: float | None = None,
     ):
         self.gpus = list(gpus)
         self.driver_version = driver_version
+        self.cuda_driver_version = cuda_driver_version
         self.library_missing = library_missing
         self.clock_s = clock_s
         self.lost_after_s = lost_after_s  # after this many seconds every device call raises GpuIsLost
@@ -223,6 +228,12 @@ class FakeNvml:
         self._require_init()
         return self.driver_version
 
+    def nvmlSystemGetCudaDriverVersion(self) -> int:  # noqa: N802
+        self._require_init()
+        if self.cuda_driver_version is None:
+            raise NVMLError_NotSupported()
+        return self.cuda_driver_version
+
     def nvmlDeviceGetCount(self) -> int:  # noqa: N802
         self._require_init()
         return len(self.gpus)
@@ -236,6 +247,12 @@ class FakeNvml:
     # -- per-device readings ----------------------------------------------------------------
     def nvmlDeviceGetName(self, gpu: FakeGpu) -> str:  # noqa: N802
         return gpu.name
+
+    def nvmlDeviceGetCudaComputeCapability(self, gpu: FakeGpu) -> tuple[int, int]:  # noqa: N802
+        self._require_init()
+        if gpu.compute_capability is None:
+            raise NVMLError_NotSupported()
+        return gpu.compute_capability
 
     def nvmlDeviceGetUtilizationRates(self, gpu: FakeGpu) -> SimpleNamespace:  # noqa: N802
         return SimpleNamespace(gpu=int(self._read(gpu, "util_pct")), memory=0)

@@ -72,7 +72,7 @@ except ImportError as error:  # pragma: no cover - exercised only without Tensor
 # Keras 3 is a separate package; tf.keras points at it (or at tf-keras under TF_USE_LEGACY_KERAS).
 keras = tf.keras
 
-__all__ = ["tf", "keras", "keras_data_adapter", "version", "is_cuda_build", "visible_gpus"]
+__all__ = ["tf", "keras", "keras_data_adapter", "version", "is_cuda_build", "visible_gpus", "build_info", "xla_jit"]
 
 
 def version() -> str:
@@ -81,6 +81,24 @@ def version() -> str:
 
 def is_cuda_build() -> bool:
     return bool(tf.test.is_built_with_cuda())
+
+
+def build_info() -> dict:
+    """`tf.sysconfig.get_build_info()`: is_cuda_build, and on a CUDA build cuda_version,
+    cudnn_version and cuda_compute_capabilities (the architectures it carries kernels for)."""
+    try:
+        return dict(tf.sysconfig.get_build_info())
+    except (AttributeError, ImportError):  # very old or stripped builds
+        return {}
+
+
+def xla_jit() -> str:
+    """`tf.config.optimizer.get_jit()` in words: "off", "autoclustering" or "on" (older builds
+    answer with a bool)."""
+    jit = tf.config.optimizer.get_jit()
+    if isinstance(jit, bool):
+        return "on" if jit else "off"
+    return str(jit) or "off"
 
 
 def visible_gpus() -> list[str]:

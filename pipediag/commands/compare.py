@@ -3,6 +3,7 @@
     pipediag compare data.py:make_dataset data.py:make_dataset_v2 --model train.py:make_model
     pipediag compare data.py:make_dataset --arg-a cache=False --arg-b cache=True
     pipediag compare --baseline baseline.json data.py:make_dataset --fail-if-slower 5%
+    pipediag compare --baseline node1.json node2.json     (two profiles from `pipediag baseline`)
 
 Exit codes: 0 compared (whatever the verdict), 3 `--fail-if-slower` failed, 1 the user's code
 failed, 2 usage error, 4 stalled (--stall-timeout), 130 interrupted (the partial report is
@@ -59,7 +60,8 @@ def register(sub) -> None:
     )
     c.add_argument("specs", nargs="*", metavar="SPEC",
                    help="A B (two dataset builders); or one builder with --arg-a/--arg-b; or B with --baseline")
-    c.add_argument("--baseline", metavar="FILE", help="A is a saved run: a file from 'pipediag diagnose --save FILE'")
+    c.add_argument("--baseline", metavar="FILE", help="A is a saved run: a file from 'pipediag diagnose --save FILE'; "
+                   "or a machine profile from 'pipediag baseline --json FILE', then the one SPEC is another profile")
     c.add_argument("--arg-a", action="append", default=[], metavar="KEY=VALUE", help="keyword argument for A only")
     c.add_argument("--arg-b", action="append", default=[], metavar="KEY=VALUE", help="keyword argument for B only")
     add_target_arguments(c, max_seconds=(60.0, "time cap for the whole comparison, in seconds"))
@@ -100,6 +102,19 @@ class RoundsProgress:
                          estimate=estimate or self.bars.tasks[0].fields["estimate"])
 
 
+def _is_profile(path: str) -> bool:
+    """Is --baseline a machine profile? A file that cannot be read is left to the saved-run path,
+    which says what is wrong with it."""
+    from pipediag.baseline import is_baseline
+    from pipediag.diagnosis import load_json
+    from pipediag.errors import UsageError
+
+    try:
+        return is_baseline(load_json(path))
+    except UsageError:
+        return False
+
+
 def _kwargs(args_list: list[str], option: str) -> dict:
     from pipediag.builder import target as targets
 
@@ -118,6 +133,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.report.comparison import render_comparison
 
     specs = args.specs
+    if args.baseline and _is_profile(args.baseline):
+        from pipediag.commands.baseline import compare_profiles_command
+
+        return compare_profiles_command(args, out, err)
     if args.baseline:
         if len(specs) != 1:
             raise UsageError("with --baseline, give exactly one SPEC: the pipeline B to compare with the saved run",

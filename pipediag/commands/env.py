@@ -1,4 +1,6 @@
-"""`pipediag env`: what pipediag sees — TensorFlow, devices, NVML, GPUs, CPUs, memory, warnings."""
+"""`pipediag env`: what pipediag sees — TensorFlow's build and devices, NVML, the driver, each GPU's
+compute capability, memory growth, XLA, JAX's and PyTorch's devices, CPUs, memory, the container's
+limits — and the warnings they call for (each with what to do)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ from pipediag.commands.common import EXIT_OK
 
 
 def register(sub) -> None:
-    e = sub.add_parser("env", help="what pipediag sees: TensorFlow, devices, NVML, GPUs, CPUs, memory")
-    e.add_argument("--json", metavar="FILE", help="also write it as JSON")
+    e = sub.add_parser("env", help="check the machine: TensorFlow's build and GPUs vs NVML's, the driver, compute "
+                       "capability, memory growth, XLA, JAX/PyTorch devices, the container's limits")
+    e.add_argument("--json", metavar="FILE", help="also write it as JSON (every fact, or null with its reason)")
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -19,7 +22,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.environment import collect
     from pipediag.report.environment import render_environment
 
-    env = collect()
+    env = collect(deep=True)
     out.print(render_environment(env))
     if args.json:
         write_json(env.to_dict(), args.json)

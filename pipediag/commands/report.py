@@ -1,4 +1,4 @@
-"""`pipediag report FILE`: print a saved diagnosis, comparison, sweep or scale result again, and
+"""`pipediag report FILE`: print a saved diagnosis, comparison, sweep, scale result or baseline profile again, and
 re-render it as HTML (any kind) or, for a diagnosis, its samples as CSV."""
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     check_outputs(args)
     data = load_json(args.file)
-    if data.get("kind") == SWEEP:
+    from pipediag.baseline import BaselineProfile, is_baseline
+    from pipediag.report.baseline import render_profile
+
+    if is_baseline(data):
+        result, render = BaselineProfile.from_dict(data), render_profile
+    elif data.get("kind") == SWEEP:
         result, render = Sweep.from_dict(data), render_sweep
     elif data.get("kind") == SCALE:
         result, render = ScaleResult.from_dict(data), render_scale

@@ -1,4 +1,4 @@
-"""Which HTML page a result gets: a diagnosis, a comparison, a sweep or a scale result.
+"""Which HTML page a result gets: a diagnosis, a comparison, a sweep, a scale result or a baseline profile.
 
 The one place that knows every kind, so the CLI (`--html` on any command, `pipediag report FILE
 --html`) writes a page without caring which result it holds.
@@ -11,6 +11,7 @@ from typing import Any
 
 def render_page(result: Any) -> str:
     """The self-contained HTML page of any pipediag result."""
+    from pipediag.baseline import BaselineProfile
     from pipediag.comparison import Comparison
     from pipediag.diagnosis import Diagnosis
     from pipediag.scaling import ScaleResult
@@ -32,4 +33,8 @@ def render_page(result: Any) -> str:
         from pipediag.report.html_scale import render_scale_html
 
         return render_scale_html(result)
+    if isinstance(result, BaselineProfile):
+        from pipediag.report.html_baseline import render_baseline_html
+
+        return render_baseline_html(result)
     raise TypeError(f"no HTML page for a {type(result).__name__}")

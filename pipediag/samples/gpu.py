@@ -56,6 +56,9 @@ class GpuReader:
         self._never: set[str] = set()  # metrics NVML said it will never give
         self.devices: tuple[GpuDevice, ...] = ()
         self.driver_version: str | None = None
+        self.cuda_driver_version: str | None = None  # the newest CUDA the driver supports, "12.8"
+        self.compute_capabilities: dict[int, str] = {}  # device index -> "9.0", where NVML says
+        self.device_reasons: dict[str, str] = {}  # why cuda_driver_version or a compute capability is missing
         self.unavailable_reason: str | None = "NVML was not opened"
         self.metric_reasons: dict[str, str] = {}
         self.metrics: dict[str, str] = {}
@@ -74,6 +77,11 @@ class GpuReader:
         self.unavailable_reason = None
         driver = session.query("nvmlSystemGetDriverVersion")
         self.driver_version = nvml.to_text(driver) if nvml.is_available(driver) else None
+        cuda = session.query("nvmlSystemGetCudaDriverVersion")
+        if nvml.is_available(cuda):  # NVML encodes 12.8 as 12080
+            self.cuda_driver_version = f"{int(cuda) // 1000}.{int(cuda) % 1000 // 10}"
+        else:
+            self.device_reasons.setdefault("cuda_driver_version", cuda.reason)
         handles: dict[int, tuple[Any, str | None]] = {}
         for index in range(session.query("nvmlDeviceGetCount")):
             handle = session.query("nvmlDeviceGetHandleByIndex", index)
@@ -111,6 +119,11 @@ class GpuReader:
                     uuid=uuid,
                 )
             )
+            capability = session.query("nvmlDeviceGetCudaComputeCapability", handle)
+            if nvml.is_available(capability):
+                self.compute_capabilities[index] = f"{capability[0]}.{capability[1]}"
+            else:
+                self.device_reasons.setdefault("compute_capability", capability.reason)
             self._prime_util_samples(device)
             self._open_gpm(device)
         self.devices = tuple(devices)

@@ -10,7 +10,8 @@ on a faster step: the fed step's slowdown was overstated and a tuned pipeline "b
 the steps into windows of at least WINDOW_S seconds (and MIN_WINDOW_STEPS steps), and is met when
 the latest window's rate is no more than RISE above the rate two windows earlier (a rise slower
 than one window's noise shows only across two). A step that is steady from the start costs three
-windows. It gives up after `max_seconds` and then says the step was still speeding up.
+windows (shorter windows under a short mode cap). It gives up after `max_seconds`, and then says
+the step was still speeding up where its windows show it.
 Pure Python, with an injected clock.
 """
 
@@ -28,9 +29,14 @@ WARMUP_CAP_FACTOR = 1.5  # the settling warm-up may take up to 1.5x a mode's own
 class Settled:
     """Callable warm-up condition: True once the step's rate has stopped rising."""
 
-    def __init__(self, clock_ns: Callable[[], int], max_seconds: float, window_s: float = WINDOW_S):
+    def __init__(self, clock_ns: Callable[[], int], max_seconds: float, window_s: float | None = None):
+        """`max_seconds`: the most the warm-up may take. `window_s`: default WINDOW_S, shortened to
+        an eighth of `max_seconds` for short caps, so that a steady step's three windows stay a
+        small part of them (a 1-s mode cap: 0.19-s windows)."""
         self._clock_ns = clock_ns
         self._max_ns = int(max_seconds * 1e9)
+        window_s = window_s if window_s is not None else min(WINDOW_S, max_seconds / 8)
+        self.window_s = window_s
         self._window_ns = int(window_s * 1e9)
         self._start_ns: int | None = None
         self._window_start_ns = 0
@@ -67,10 +73,14 @@ class Settled:
 
     def note(self) -> str | None:
         """What the warm-up saw, when it was more than a steady step's three windows."""
-        if self.gave_up and self.rates:
-            return (f"the step was still speeding up after {self.seconds:.1f} s of warm-up (windows of "
-                    f"{WINDOW_S:.2f} s: {self.rates[0]:.1f} to {self.rates[-1]:.1f} steps/s): synthetic mode may "
-                    "understate its steady speed")
+        if self.gave_up:
+            # Out of time: say so only where the windows show a rise, not for a steady step whose
+            # windows did not all fit.
+            if len(self.rates) >= 2 and self.rates[-1] > self.rates[0] * (1 + RISE):
+                return (f"the step was still speeding up after {self.seconds:.1f} s of warm-up (windows of "
+                        f"{self.window_s:.2f} s: {self.rates[0]:.1f} to {self.rates[-1]:.1f} steps/s): synthetic mode "
+                        "may understate its steady speed")
+            return None
         if len(self.rates) > LOOKBACK_WINDOWS + 1 and self.rates[-1] > self.rates[0] * (1 + RISE):
             return (f"the step sped up during warm-up from {self.rates[0]:.1f} to {self.rates[-1]:.1f} steps/s "
                     f"over {self.seconds:.1f} s; synthetic mode was timed once it had settled")

@@ -73,3 +73,17 @@ def test_run_mode_keeps_the_settling_steps_out_of_the_timings():
                    clock_ns=clock, warmup_until=settled, first_step_is_compile=True)
     assert run.warmup_ns / 1e9 >= 9.0
     assert max(run.compute_ns) <= 11e6  # only settled steps were timed
+
+
+def test_a_short_mode_cap_shortens_the_windows_and_a_steady_step_is_not_called_rising():
+    clock = Clock()
+    settled = Settled(clock, max_seconds=1.5)
+    assert settled.window_s == pytest.approx(1.5 / 8)
+    while not settled():
+        clock.ns += 10_000_000
+    assert not settled.gave_up and clock.ns / 1e9 < 0.7
+    steady_out_of_time = Settled(Clock(), max_seconds=0.2, window_s=0.75)
+    c = steady_out_of_time._clock_ns
+    while not steady_out_of_time():
+        c.ns += 10_000_000
+    assert steady_out_of_time.gave_up and steady_out_of_time.note() is None

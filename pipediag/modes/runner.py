@@ -316,6 +316,7 @@ def run_mode(
     notes: list[str] = []
     first_step_ns: int | None = None
     warmup_steps = 0
+    late_warmup: list[tuple[int, int, int, int]] = []  # (wait, compute, fetch, block) past the fixed warm-up
     warm_start = clock_ns()
     window_start = warm_start
     wait: list[int] = []
@@ -397,7 +398,10 @@ def run_mode(
             if elapsed_s > rule.warmup_max_seconds:
                 notes.append(f"warm-up stopped after {elapsed_s:.1f} s before its condition was met")
                 break
-            guarded(clocked.one)
+            w, c = guarded(clocked.one)
+            if warmup_steps - compile_steps >= rule.warmup_steps:
+                f, b = overlapped.last if overlapped is not None else (0, 0)
+                late_warmup.append((w, c, f, b))  # past the fixed warm-up: kept if the run ends before timing
             seen_shape()
             warmup_steps += 1
             if progress is not None:
@@ -437,6 +441,17 @@ def run_mode(
     except StopIteration:
         return finish("input_exhausted")
     except KeyboardInterrupt:
+        if not wait and late_warmup:
+            # Interrupted while waiting for the step's speed to settle: keep what those steps
+            # measured, said so, rather than a mode of no steps.
+            wait.extend(w for w, _, _, _ in late_warmup)
+            compute.extend(c for _, c, _, _ in late_warmup)
+            if overlapped is not None:
+                fetch.extend(f for _, _, f, _ in late_warmup)
+                block.extend(b for _, _, _, b in late_warmup)
+            window_start = warm_start
+            notes.append(f"interrupted during warm-up: its last {len(late_warmup)} steps (after the first "
+                         f"{rule.warmup_steps}) stand in for the timings, and may be slower than the steady state")
         return finish("interrupted")
     except Stalled as stall:
         return finish("stalled", stall)

@@ -87,3 +87,21 @@ def test_a_short_mode_cap_shortens_the_windows_and_a_steady_step_is_not_called_r
     while not steady_out_of_time():
         c.ns += 10_000_000
     assert steady_out_of_time.gave_up and steady_out_of_time.note() is None
+
+
+def test_an_interrupt_during_the_settling_warm_up_keeps_its_steps_as_the_timings():
+    clock = Clock()
+    settled = Settled(clock, max_seconds=30.0)
+    calls = {"n": 0}
+
+    def step(batch):
+        calls["n"] += 1
+        clock.ns += int(max(10.0, 40.0 - 3.0 * clock.ns / 1e9) * 1e6)
+        if calls["n"] == 60:
+            raise KeyboardInterrupt
+
+    run = run_mode("synthetic", lambda: 1, step, StopRule(max_seconds=3.0, min_seconds=1.0, min_steps=10),
+                   clock_ns=clock, warmup_until=settled, first_step_is_compile=True)
+    assert run.stop_reason == "interrupted"
+    assert len(run.compute_ns) == 60 - 1 - 5 - 1  # less the compile step, the fixed warm-up, the interrupted one
+    assert any("interrupted during warm-up" in n for n in run.notes)

@@ -175,7 +175,7 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
     from pipediag.modes.checks import is_deterministic
     from pipediag.modes.feeds import BatchFeed, constant_feed
     from pipediag.modes.tuning import facts_for, plan_tuning
-    from pipediag.modes.warmup import WARMUP_CAP_FACTOR, Settled
+    from pipediag.modes.warmup import settling_warmup
     from pipediag.modes.waterfall import THOROUGH, WaterfallRule, locate_stall, measure_anatomy
     from pipediag.steps.device_memory import DeviceMemory
     from pipediag.steps.make import make_step
@@ -266,10 +266,11 @@ def _gather(state: _Run, sampler: Sampler, builder, model, step, step_label, bui
         return result
 
     hideable: dict[str, int | None] = {}  # the device work a fetch can hide behind, from synthetic mode
-    settled = Settled(clock_ns, max_seconds=WARMUP_CAP_FACTOR * rule.max_seconds)
+    settled = settling_warmup(clock_ns, rule.max_seconds)
     synthetic = run("synthetic", free_input(), True, first_step_is_compile=True, warmup_until=settled)
-    if settled.note():
-        state.notes.append(settled.note())
+    warmup_note = settled.note()
+    if warmup_note:
+        state.notes.append(warmup_note)
     if synthetic.block_ns:
         hideable["ns"] = int(stats.median(synthetic.block_ns))
     oom = synthetic.stop_reason == "out_of_memory"

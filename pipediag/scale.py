@@ -365,7 +365,7 @@ class _Measure:
     def local(self) -> None:
         from pipediag.modes.feeds import BatchFeed, constant_feed
 
-        from pipediag.modes.warmup import WARMUP_CAP_FACTOR, Settled
+        from pipediag.modes.warmup import settling_warmup
 
         if self.step.strategy is not None:  # every replica's slice held on its device (modes.distributed)
             from pipediag.modes.distributed import distributed_constant
@@ -373,7 +373,7 @@ class _Measure:
             free = distributed_constant(self.first_batch, self.step.strategy)
         else:
             free = constant_feed(self.first_batch, self.batch_format)
-        settled = Settled(self.clock_ns, max_seconds=WARMUP_CAP_FACTOR * self.rule.max_seconds)
+        settled = settling_warmup(self.clock_ns, self.rule.max_seconds)
         self.state.runs["synthetic"] = self._run("synthetic", "synthetic", free, True, first_step_is_compile=True,
                                                  warmup_until=settled)
         if self.state.runs["synthetic"].stop_reason == "out_of_memory":

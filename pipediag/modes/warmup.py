@@ -85,3 +85,8 @@ class Settled:
             return (f"the step sped up during warm-up from {self.rates[0]:.1f} to {self.rates[-1]:.1f} steps/s "
                     f"over {self.seconds:.1f} s; synthetic mode was timed once it had settled")
         return None
+
+
+def settling_warmup(clock_ns: Callable[[], int], mode_max_seconds: float) -> Settled:
+    """The warm-up condition of a synthetic mode capped at `mode_max_seconds` (diagnose, scale)."""
+    return Settled(clock_ns, max_seconds=WARMUP_CAP_FACTOR * mode_max_seconds)

@@ -1,7 +1,9 @@
-"""Small, dependency-free statistics on timings: medians, percentiles, confidence intervals.
+"""Statistics on timings: medians, percentiles, confidence intervals.
 
 Used by the modes (to decide when a timing is stable) and by the analysis. Inputs are plain
-sequences of numbers; nothing here knows about TensorFlow or samples.
+sequences of numbers; nothing here knows about TensorFlow or samples. The distributions come from
+numpy and scipy; what is pipediag's own is which interval each question gets (order statistics for
+the median, batch means for autocorrelated step times, the small-sample t table).
 """
 
 from __future__ import annotations
@@ -10,18 +12,16 @@ import functools
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 Z_95 = 1.959964
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile, q in [0, 100] (numpy's default method)."""
-    if not values:
+    """Linear-interpolated percentile, q in [0, 100] (numpy's "linear" method, its default)."""
+    if len(values) == 0:
         raise ValueError("percentile of no values")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+    return float(np.percentile(np.asarray(values, dtype=float), q, method="linear"))
 
 
 def median(values: Sequence[float]) -> float:
@@ -91,67 +91,34 @@ def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
+def _student_t():
+    # Imported on first use: scipy.stats takes about a second to import, and most commands
+    # (--help, env, report) never compute a t interval.
+    from scipy import stats as scipy_stats
+
+    return scipy_stats.t
+
+
 def t_cdf(t: float, dof: float) -> float:
     """Student's t distribution function, for any positive (also fractional) degrees of freedom.
 
-    P(T <= t) from the regularized incomplete beta function: the two tails hold
-    I_{dof/(dof+t²)}(dof/2, 1/2). Fractional dof are needed for Welch's interval.
+    Fractional dof are needed for Welch's interval.
     """
     if dof <= 0:
         raise ValueError("degrees of freedom must be positive")
-    tail = 0.5 * _betainc(dof / 2.0, 0.5, dof / (dof + t * t))
-    return 1.0 - tail if t > 0 else tail
+    return float(_student_t().cdf(t, dof))
 
 
 @functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, dof: float) -> float:
-    """The p-quantile of Student's t (the inverse of `t_cdf`), by bisection to ~1e-12."""
+    """The p-quantile of Student's t (the inverse of `t_cdf`)."""
     if not 0.0 < p < 1.0:
         raise ValueError("p must lie strictly between 0 and 1")
-    if p == 0.5:
-        return 0.0
-    if p < 0.5:
-        return -t_quantile(1.0 - p, dof)
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, dof) < p:
-        lo, hi = hi, hi * 2.0
-    while hi - lo > 1e-12 * max(1.0, hi):
-        mid = (lo + hi) / 2.0
-        if t_cdf(mid, dof) < p:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2.0
+    if dof <= 0:
+        raise ValueError("degrees of freedom must be positive")
+    return float(_student_t().ppf(p, dof))
 
 
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b), by its continued fraction (Numerical Recipes §6.4)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _beta_fraction(a, b, x) / a
-    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
-
-
-def _beta_fraction(a: float, b: float, x: float) -> float:
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 500):
-        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1.0 + numerator * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + numerator / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 3e-16:
-            break
-    return h
 def mean_ci(values: Sequence[float]) -> tuple[float, float] | None:
     """Student-t 95% interval of the mean of values that are themselves means of contiguous
     stretches (e.g. per-chunk times of an iterator): already batch means, so treated as

@@ -1,3 +1,5 @@
+import ast
+import importlib.util
 import os
 import sys
 
@@ -38,7 +40,154 @@ def _nvml_gpu_reason():
     return None
 
 
+# The tests that need TensorFlow, in one place: files and folders below tests/, or single tests
+# (`file::name`) where a file mixes both kinds. They are marked `tf` here, so `pytest -m "not tf"`
+# runs the rest; where TensorFlow is not installed, a listed module is reported as skipped instead
+# of failing to import, and a listed test is skipped.
+TF_TESTS = (
+    "tests/builder/test_dataset.py",
+    "tests/builder/test_functions.py",
+    "tests/builder/test_graph.py",
+    "tests/builder/test_tfds_target.py",
+    "tests/callbacks/test_keras.py",
+    "tests/commands/test_fix.py",
+    "tests/modes/test_ablation.py",
+    "tests/modes/test_batch_csv.py",
+    "tests/modes/test_cache_memory.py",
+    "tests/modes/test_decode_crop.py",
+    "tests/modes/test_decode_crop_across.py",
+    "tests/modes/test_decode_crop_inception.py",
+    "tests/modes/test_feeds.py",
+    "tests/modes/test_handover.py",
+    "tests/modes/test_service.py",
+    "tests/modes/test_tuning.py",
+    "tests/modes/test_waterfall.py",
+    "tests/steps/test_frameworks.py",
+    "tests/steps/test_keras_step.py",
+    "tests/steps/test_standin.py",
+    "tests/test_api.py",
+    "tests/test_compare_api.py",
+    "tests/test_faults_api.py",
+    "tests/test_frameworks_api.py",
+    "tests/test_gpu_scenarios.py",
+    "tests/test_keras_backends.py",
+    "tests/test_multigpu_api.py",
+    "tests/test_scale.py",
+    "tests/test_tuned_api.py",
+    # run TensorFlow at run time (a pipediag subprocess or a fixture pipeline), not at import:
+    "tests/test_cli_container.py",
+    "tests/test_cli_errors.py",
+    "tests/test_cli_faults.py",
+    "tests/commands/test_scale.py::test_interrupt_stops_every_server_and_writes_the_partial_report",
+    "tests/modes/test_new_shapes.py::test_a_real_keras_model_on_a_finite_dataset_keeps_out_its_short_batch_retrace",
+    "tests/report/test_container_report.py::test_terminal_and_html_show_the_limits_and_each_modes_throttling",
+    "tests/scenarios/test_scenarios.py::test_pipediag_still_finds_the_planted_bottleneck",
+    "tests/scenarios/test_scenarios.py::test_scenario_file_is_complete",
+    "tests/service/test_cluster.py::test_a_dead_worker_is_reported",
+    "tests/service/test_cluster.py::test_dispatcher_and_workers_start_on_os_chosen_ports_and_stop_without_a_trace",
+    "tests/service/test_cluster.py::test_servers_exit_by_themselves_when_pipediag_is_killed",
+    "tests/test_cli.py::test_args_and_batch_size_reach_the_builder",
+    "tests/test_cli.py::test_bad_spec_is_a_usage_error_with_a_hint",
+    "tests/test_cli.py::test_builder_returning_a_list_exits_2",
+    "tests/test_cli.py::test_ctrl_c_leaves_a_partial_report_in_every_output",
+    "tests/test_cli.py::test_demo_runs",
+    "tests/test_cli.py::test_diagnose_writes_json_and_report_reprints_it",
+    "tests/test_cli.py::test_env_lists_tensorflow_and_gpu_state",
+    "tests/test_cli.py::test_missing_file_is_a_usage_error",
+    "tests/test_cli.py::test_unbatched_dataset_exits_2_with_a_hint",
+    "tests/test_cli.py::test_users_failing_step_exits_1_with_their_traceback_only",
+    "tests/test_cli_compare.py::test_a_missing_baseline_file_is_a_usage_error",
+    "tests/test_cli_compare.py::test_arg_a_and_arg_b_compare_two_settings_of_one_builder",
+    "tests/test_cli_compare.py::test_fail_if_slower_against_a_saved_baseline_exits_3",
+    # skip themselves inside the test (pytest.importorskip) where TensorFlow is missing:
+    "tests/backends/test_memory_limit.py::test_tensorflow_cpu_build_has_no_gpu_to_limit",
+    "tests/scenarios/test_real_truth.py::test_prefixes_run_from_the_source_to_the_dataset",
+    "tests/scenarios/test_scenarios.py::test_the_tuned_pipeline_is_rebuilt_from_the_changes_the_diagnosis_applied",
+    "tests/steps/test_multidevice.py::test_tensorflow_mirrored_strategy_a_step_and_a_keras_model_fed_per_replica",
+    "tests/test_baseline.py::test_baseline_runs_on_the_cpu_with_each_keras_backend",
+    "tests/test_environment.py::test_env_json_lists_every_item",
+)
+# What a test module may import at module level only if it is listed above: TensorFlow, Keras,
+# pipediag's TensorFlow backend, and the fixtures that build tf.data pipelines.
+_TF_IMPORTS = ("tensorflow", "keras", "tensorflow_datasets", "pipediag.backends.tf", "pipediag.backends.tfds",
+               "tests.fixtures.pipelines", "tests.fixtures.frameworks", "tests.fixtures.bad_inputs",
+               "tests.fixtures.patch_builders")
+HAVE_TF = importlib.util.find_spec("tensorflow") is not None
+_TF_MISSING = "needs TensorFlow, which is not installed (pip install -e '.[test]')"
+
+
+def _relative(path) -> str:
+    return os.path.relpath(str(path), ROOT).replace(os.sep, "/")
+
+
+def _listed(rel: str, name: str | None = None) -> bool:
+    """Whether a module (name None) or one test of it is in TF_TESTS."""
+    for entry in TF_TESTS:
+        where, _, test = entry.partition("::")
+        if rel != where and not rel.startswith(where.rstrip("/") + "/"):
+            continue
+        if not test or (name is not None and name.split("[")[0] == test):
+            return True
+    return False
+
+
+def _module_level_tf_import(path) -> str | None:
+    """The first TensorFlow import at a module's top level (including `pytest.importorskip`), or None."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), str(path))
+    for node in tree.body:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [call.args[0].value for call in ast.walk(node)
+                     if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                     and call.func.attr == "importorskip" and call.args and isinstance(call.args[0], ast.Constant)]
+        for name in names:
+            if any(name == t or name.startswith(t + ".") for t in _TF_IMPORTS):
+                return name
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_make_collect_report(collector):
+    """A test module that imports TensorFlow at its top level must be listed in TF_TESTS (else it would
+    break collection where TensorFlow is missing); a listed one is skipped there, with the reason."""
+    if not isinstance(collector, pytest.Module):
+        return None
+    rel = _relative(collector.path)
+    if _listed(rel):
+        if HAVE_TF:
+            return None
+        return pytest.CollectReport(collector.nodeid, "skipped", (str(collector.path), None, f"Skipped: {_TF_MISSING}"),
+                                    [])
+    name = _module_level_tf_import(collector.path)
+    if name is None:
+        return None
+    return pytest.CollectReport(collector.nodeid, "failed",
+                                f"{rel} imports {name} at module level but is not in TF_TESTS (tests/conftest.py).\n"
+                                "HINT: add it there, so it is marked `tf` and skipped where TensorFlow is missing.", [])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Where TensorFlow is missing, a test that is not marked `tf` and fails for want of it says how to mark it."""
+    outcome = yield
+    report = outcome.get_result()
+    if (report.failed and call.excinfo is not None and call.excinfo.errisinstance(ModuleNotFoundError)
+            and (call.excinfo.value.name or "").split(".")[0] in ("tensorflow", "keras", "tensorflow_datasets")):
+        report.sections.append(("tf marker", f"{item.nodeid} needs TensorFlow but is not marked `tf`. HINT: add it to "
+                                             "TF_TESTS in tests/conftest.py."))
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _listed(_relative(item.path), item.name):
+            item.add_marker(pytest.mark.tf)
+            if not HAVE_TF:
+                item.add_marker(pytest.mark.skip(reason=_TF_MISSING))
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_items:
         return

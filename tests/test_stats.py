@@ -72,3 +72,47 @@ def test_batch_means_ci_contains_the_mean_of_all_values():
     values = [1.0] * 24 + [100.0]
     lo, hi = stats.batch_means_ci(values)
     assert lo <= stats.mean(values) <= hi
+
+
+# Values computed with pipediag's own implementations before stats.py moved to numpy/scipy
+# (sorted-list interpolation, a Numerical Recipes continued fraction for the incomplete beta and a
+# bisection for the quantile): the libraries must give the same numbers.
+_OLD_VALUES = [7, 3, 11, 2, 2, 9, 100, 4, 5]
+
+
+@pytest.mark.parametrize("q, old", [
+    (0, 2.0), (10, 2.0), (33.3, 3.6639999999999997), (50, 5.0), (90, 28.800000000000015), (99, 92.88),
+    (100, 100.0),
+])
+def test_percentile_equals_the_former_implementation(q, old):
+    assert stats.percentile(_OLD_VALUES, q) == pytest.approx(old, rel=1e-12)
+    assert isinstance(stats.percentile(_OLD_VALUES, q), float)
+
+
+def test_percentile_of_large_integer_nanoseconds_equals_the_former_implementation():
+    assert stats.percentile([123456789012, 123456000000, 987654321], 75) == pytest.approx(123456394506.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("t, dof, old", [
+    (0.3, 1, 0.5927735790777422), (-2.1, 3, 0.0632826012748423), (1.7, 4.5, 0.9218230439320512),
+    (2.5, 17.25, 0.9886098183186273), (0.0, 2, 0.5), (4.0, 120, 0.9999450280786879),
+])
+def test_t_cdf_equals_the_former_implementation(t, dof, old):
+    assert stats.t_cdf(t, dof) == pytest.approx(old, abs=1e-12)
+
+
+@pytest.mark.parametrize("p, dof, old", [
+    (0.975, 2, 4.302652729749752), (0.95, 7.3, 1.882930017955914), (0.995, 3, 5.840909309734343),
+    (0.025, 12.5, -2.1691859427128293), (0.9, 100, 1.2900747613462045), (0.5, 4, 0.0),
+])
+def test_t_quantile_equals_the_former_implementation(p, dof, old):
+    assert stats.t_quantile(p, dof) == pytest.approx(old, rel=1e-9, abs=1e-12)
+
+
+def test_t_functions_reject_impossible_arguments():
+    with pytest.raises(ValueError):
+        stats.t_cdf(1.0, 0)
+    with pytest.raises(ValueError):
+        stats.t_quantile(0.975, -1)
+    with pytest.raises(ValueError):
+        stats.t_quantile(0.0, 3)

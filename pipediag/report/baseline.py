@@ -8,10 +8,7 @@ from rich.text import Text
 
 from pipediag.analysis.baseline import ProfileComparison
 from pipediag.baseline import OK, BaselineProfile
-
-
-def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
-    return missing if value is None else fmt.format(value)
+from pipediag.report.common import num, peak_gib
 
 
 def profile_table(p: BaselineProfile) -> Table:
@@ -28,15 +25,13 @@ def profile_table(p: BaselineProfile) -> Table:
                          min_width=len(name))
     for x in p.points:
         half = "" if x.samples_per_sec_ci is None else f"{(x.samples_per_sec_ci[1] - x.samples_per_sec_ci[0]) / 2:.1f}"
-        peak = x.peak_memory
-        memory = "—" if peak is None else f"{peak.bytes / 2**30:.2f}" + ("≤" if peak.scope == "process" else "")
         batch = str(x.batch_size) + ("" if x.status == OK else " " + {"out_of_memory": "OOM"}.get(x.status, x.status))
-        row = [batch, _num(x.samples_per_sec), half, _num(x.step_ms_p50), _num(x.step_ms_p90),
-               str(len(x.step_ns)) if x.step_ns else "—", _num(None if x.first_step_ms is None else x.first_step_ms / 1e3),
-               memory]
-        row += ([_num(x.gpu_util_pct, "{:.0f}%", "n/a")] if gpu else [])
-        row += ([_num(x.gpm_sm_active_pct, "{:.0f}%", "n/a")] if gpm else [])
-        row += ([_num(x.power_w_mean, "{:.0f}", "n/a")] if power else [])
+        row = [batch, num(x.samples_per_sec), half, num(x.step_ms_p50), num(x.step_ms_p90),
+               str(len(x.step_ns)) if x.step_ns else "—", num(None if x.first_step_ms is None else x.first_step_ms / 1e3),
+               peak_gib(x.peak_memory)]
+        row += ([num(x.gpu_util_pct, "{:.0f}%", "n/a")] if gpu else [])
+        row += ([num(x.gpm_sm_active_pct, "{:.0f}%", "n/a")] if gpm else [])
+        row += ([num(x.power_w_mean, "{:.0f}", "n/a")] if power else [])
         table.add_row(*row)
     return table
 
@@ -84,9 +79,9 @@ def render_profile_comparison(c: ProfileComparison, label_a: str, label_b: str) 
         table.add_column(name, justify="left" if name in ("batch", "finding") else "right")
     for s in c.sizes:
         table.add_row(
-            str(s.batch_size), _num(s.throughput_ratio, "{:.3f}"),
+            str(s.batch_size), num(s.throughput_ratio, "{:.3f}"),
             "—" if s.throughput_low is None else f"[{s.throughput_low:.3f}, {s.throughput_high:.3f}]",
-            _num(s.step_p50_ratio, "{:.3f}"),
+            num(s.step_p50_ratio, "{:.3f}"),
             "—" if s.step_p50_low is None else f"[{s.step_p50_low:.3f}, {s.step_p50_high:.3f}]",
             s.finding,
         )

@@ -149,6 +149,17 @@ class Mark:
     style: str = ":"
 
 
+def peak_memory_line(xs: tuple[float, ...], peaks: Sequence) -> Line:
+    """Peak device memory per batch size in GiB, on the right axis; a size without a reading is a gap."""
+    return Line("peak memory, GiB (right axis)", xs, tuple(None if p is None else p.bytes / 2**30 for p in peaks),
+                "#c44e52", marker="^", style="-.", right=True)
+
+
+def oom_marks(batch_sizes: Sequence[int]) -> list[Mark]:
+    """A dashed red line at each batch size that ran out of memory."""
+    return [Mark(f"out of memory at {b}", float(b), "#c53030", style="--") for b in batch_sizes]
+
+
 def _known(line: Line) -> list[int]:
     return [i for i, y in enumerate(line.ys) if y is not None and math.isfinite(y)]
 

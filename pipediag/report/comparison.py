@@ -10,6 +10,7 @@ from rich.text import Text
 
 from pipediag.analysis.comparison import RatioInterval
 from pipediag.comparison import Comparison, SideNumbers
+from pipediag.report.common import num, title
 from pipediag.report.terminal import notes_view
 from pipediag.verdict.comparison import FASTER, INCONCLUSIVE, NO_DIFFERENCE, SLOWER, gate_text
 
@@ -27,15 +28,8 @@ _STOPS = {
 _KIND_NAMES = {"fed": "fed step (what training sees)", "input_only": "input only (the pipeline alone)"}
 
 
-def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
-    return missing if value is None else fmt.format(value)
-
-
 def header(c: Comparison) -> RenderableType:
-    t = Text()
-    t.append("pipediag compare", style="bold")
-    if c.status != "complete":
-        t.append(f"  [{c.status.upper()}: partial report]", style="bold red")
+    t = title(Text(), "pipediag compare", None, c.status)
     t.append("\n")
     for name, side, role in (("A", c.a, "baseline"), ("B", c.b, "change")):
         t.append(f"{name} ({role}): ", style="dim")
@@ -83,11 +77,11 @@ def sides_table(c: Comparison) -> Table:
         if n is None:
             return ["—"] * (4 if kind == "fed" else 2)
         u = n.usage
-        cpu = _num(u.cpu_util_pct if u else None, "{:.0f}%")
+        cpu = num(u.cpu_util_pct if u else None, "{:.0f}%")
         if kind == "fed":
-            wait = _num(None if n.input_wait_frac is None else 100 * n.input_wait_frac, "{:.0f}%")
-            return [_num(n.rate), wait, cpu, _num(u.gpu_util_pct if u else None, "{:.0f}%", "n/a")]
-        return [_num(n.rate), cpu]
+            wait = num(None if n.input_wait_frac is None else 100 * n.input_wait_frac, "{:.0f}%")
+            return [num(n.rate), wait, cpu, num(u.gpu_util_pct if u else None, "{:.0f}%", "n/a")]
+        return [num(n.rate), cpu]
 
     for name in ("A", "B"):
         row = [name + (" (saved)" if name == "A" and c.a.source == "saved" else "")]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pipediag.analysis.gpu import job_gpus
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
 from pipediag.report import charts
+from pipediag.report.common import num as fmt_num  # the pages import it from here
 from pipediag.report.environment import limits_rows
 from pipediag.report.terminal import from_fit, handover_text, new_shape_text, throttling_text
 
@@ -52,10 +53,6 @@ tr.slow td{background:#fff5f5}code.slow,tr.slow code{color:#9b2c2c;font-weight:7
 def escape(value: object) -> str:
     """Every user-supplied string goes through this on its way into the page."""
     return html.escape(str(value), quote=True)
-
-
-def fmt_num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
-    return missing if value is None else fmt.format(value)
 
 
 def table_head(names: tuple[str, ...], left: tuple[str, ...] = ()) -> str:
@@ -430,6 +427,27 @@ def partial_banner(status: str) -> str:
 def facts_list(facts: list[tuple[str, str]], element_id: str = "facts") -> str:
     rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
     return f'<dl class="facts" id="{escape(element_id)}">{rows}</dl>'
+
+
+def page_head(heading: str, status: str, facts: list[tuple[str, str]], elapsed_s: float, created_at: str) -> str:
+    """The top of a result's page: its heading (HTML), the banner when the run did not finish, and
+    its facts, the last one how long the run took and when it was made."""
+    return heading + partial_banner(status) + facts_list([*facts, ("took", f"{elapsed_s:.1f} s, {created_at}")])
+
+
+def captioned_table(heading: str, table_id: str, names: tuple[str, ...], rows: list[str], notes: list[str],
+                    left: tuple[str, ...] = ()) -> str:
+    """A section of one table (`names` for its head, rows already rendered) and, under it, a muted
+    line for each note that explains its columns or its gaps."""
+    caption = "".join(f'<p class="muted">{escape(n)}</p>' for n in notes)
+    return (f'<h2>{heading}</h2><table id="{table_id}">{table_head(names, left=left)}'
+            f'<tbody>{"".join(rows)}</tbody></table>{caption}')
+
+
+def result_row(cells: list[str], result: str, cls: str = "") -> str:
+    """A table row: the numbers right-aligned, then the result in words, left-aligned."""
+    return (f"<tr{cls}>" + "".join(f"<td>{escape(c)}</td>" for c in cells)
+            + f'<td class="left">{escape(result)}</td></tr>')
 
 
 Section = Callable[[Diagnosis], "str | None"]

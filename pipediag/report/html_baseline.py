@@ -9,19 +9,18 @@ from __future__ import annotations
 
 from pipediag.baseline import OK, OUT_OF_MEMORY, BaselineProfile
 from pipediag.report import charts
+from pipediag.report.common import peak_gib
 from pipediag.report.html import (
+    captioned_table,
     environment_facts,
     escape,
-    facts_list,
     fmt_interval,
     fmt_num,
     notes_list,
     page,
-    partial_banner,
-    table_head,
+    page_head,
+    result_row,
 )
-
-_GiB = 2**30
 
 
 def header_section(p: BaselineProfile) -> str:
@@ -31,9 +30,8 @@ def header_section(p: BaselineProfile) -> str:
         ("Keras backend", f"{p.backend} on the {p.device}"),
         ("batch sizes", ", ".join(str(x.batch_size) for x in p.points)),
         ("budget", f"{p.settings.get('budget_s', 0):g} s in all, each size at most {p.settings.get('window_s', 0):g} s"),
-        ("took", f"{p.elapsed_s:.1f} s, {p.created_at}"),
     ]
-    return "<h1>pipediag baseline</h1>" + partial_banner(p.status) + facts_list(facts)
+    return page_head("<h1>pipediag baseline</h1>", p.status, facts, p.elapsed_s, p.created_at)
 
 
 def summary_section(p: BaselineProfile) -> str:
@@ -45,12 +43,6 @@ def summary_section(p: BaselineProfile) -> str:
             f'<p id="oom-edge"><strong>Memory:</strong> {escape(p.oom_edge.text)}</p></div>')
 
 
-def _peak(x) -> str:
-    if x.peak_memory is None:
-        return "—"
-    return f"{x.peak_memory.bytes / _GiB:.2f}" + ("≤" if x.peak_memory.scope == "process" else "")
-
-
 def table_section(p: BaselineProfile) -> str:
     names = ("batch", "samples/s", "95% interval", "p50 ms", "p90 ms", "steps", "peak GiB", "GPU", "SM act", "power W",
              "result")
@@ -60,12 +52,11 @@ def table_section(p: BaselineProfile) -> str:
         if x.error is not None and x.status != OK:
             result += f" ({x.error.type}: {x.error.message[:200]})"
         cells = [str(x.batch_size), fmt_num(x.samples_per_sec), fmt_interval(x.samples_per_sec_ci),
-                 fmt_num(x.step_ms_p50, "{:.2f}"), fmt_num(x.step_ms_p90, "{:.2f}"), str(len(x.step_ns)), _peak(x),
+                 fmt_num(x.step_ms_p50, "{:.2f}"), fmt_num(x.step_ms_p90, "{:.2f}"), str(len(x.step_ns)), peak_gib(x.peak_memory),
                  fmt_num(x.gpu_util_pct, "{:.0f}%", "n/a"), fmt_num(x.gpm_sm_active_pct, "{:.0f}%", "n/a"),
                  fmt_num(x.power_w_mean, "{:.0f}", "n/a")]
         cls = ' class="slow"' if x.status == OUT_OF_MEMORY else ""
-        rows.append(f"<tr{cls}>" + "".join(f"<td>{escape(c)}</td>" for c in cells)
-                    + f'<td class="left">{escape(result)}</td></tr>')
+        rows.append(result_row(cells, result, cls))
     notes = ["samples/s: timed steps x batch size / their time (first step and warm-up apart); p50/p90: step time "
              "percentiles; a size that did not run shows —"]
     sources = sorted({x.peak_memory.source for x in p.points if x.peak_memory})
@@ -77,9 +68,7 @@ def table_section(p: BaselineProfile) -> str:
     gpu = sorted({x.gpu_util_reason for x in p.points if x.gpu_util_pct is None and x.gpu_util_reason})
     if gpu:
         notes.append("GPU n/a: " + "; ".join(gpu))
-    caption = "".join(f'<p class="muted">{escape(n)}</p>' for n in notes)
-    return (f'<h2>Batch sizes</h2><table id="baseline">{table_head(names, left=("result",))}'
-            f'<tbody>{"".join(rows)}</tbody></table>{caption}')
+    return captioned_table("Batch sizes", "baseline", names, rows, notes, left=("result",))
 
 
 def chart_section(p: BaselineProfile) -> str | None:
@@ -88,12 +77,9 @@ def chart_section(p: BaselineProfile) -> str | None:
         charts.Line("samples/s", xs, tuple(x.samples_per_sec for x in p.points), charts.MODE_COLORS["synthetic"],
                     tuple(None if x.samples_per_sec_ci is None else x.samples_per_sec_ci[0] for x in p.points),
                     tuple(None if x.samples_per_sec_ci is None else x.samples_per_sec_ci[1] for x in p.points)),
-        charts.Line("peak memory, GiB (right axis)", xs,
-                    tuple(None if x.peak_memory is None else x.peak_memory.bytes / _GiB for x in p.points),
-                    "#c44e52", marker="^", style="-.", right=True),
+        charts.peak_memory_line(xs, [x.peak_memory for x in p.points]),
     ]
-    marks = [charts.Mark(f"out of memory at {x.batch_size}", float(x.batch_size), "#c53030", style="--")
-             for x in p.points if x.status == OUT_OF_MEMORY]
+    marks = charts.oom_marks([x.batch_size for x in p.points if x.status == OUT_OF_MEMORY])
     svg = charts.xy_chart(lines, "batch size", "samples per second", "baseline", right_label="peak memory (GiB)",
                           marks=marks, log2_x=True, xticks=xs)
     if svg is None:

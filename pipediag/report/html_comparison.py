@@ -17,12 +17,11 @@ from pipediag.report.comparison import verdict_lines
 from pipediag.report.html import (
     environment_facts,
     escape,
-    facts_list,
     fmt_interval,
     fmt_num,
     notes_list,
     page,
-    partial_banner,
+    page_head,
     stages_table,
     table_head,
 )
@@ -67,9 +66,8 @@ def header_section(c: Comparison) -> str:
     order = "B alone against the saved A" if c.a.source == "saved" else "A and B interleaved: AB, BA, AB, …"
     facts.append(("rounds", f"{len(c.rounds)} ({order}), turns of {c.segment_seconds:.2f} s"))
     facts.append(("stopped", _STOPS.get(c.stop_reason, c.stop_reason)))
-    facts.append(("took", f"{c.elapsed_s:.1f} s, {c.created_at}"))
-    title = f"<h1>pipediag compare <code>{escape(c.a.label)}</code> → <code>{escape(c.b.label)}</code></h1>"
-    return title + partial_banner(c.status) + facts_list(facts)
+    heading = f"<h1>pipediag compare <code>{escape(c.a.label)}</code> → <code>{escape(c.b.label)}</code></h1>"
+    return page_head(heading, c.status, facts, c.elapsed_s, c.created_at)
 
 
 def verdict_section(c: Comparison) -> str:

@@ -12,17 +12,16 @@ from __future__ import annotations
 from pipediag.analysis.modes import ModeSummary
 from pipediag.report import charts
 from pipediag.report.html import (
+    captioned_table,
     environment_facts,
     escape,
-    facts_list,
     fmt_interval,
     fmt_num,
     notes_list,
     page,
-    partial_banner,
+    page_head,
     run_facts,
     stages_table,
-    table_head,
 )
 from pipediag.report.scale import PLACEMENT_TEXT, WORTH_TEXT, cpu_text, unstable_modes, workers_text
 from pipediag.scaling import ScaleResult
@@ -52,8 +51,8 @@ def header_section(r: ScaleResult) -> str:
         else:
             where = f"remote deployment {r.service.target}"
         facts.append(("service", f"{where}; processing mode {r.service.processing_mode}"))
-    facts.append(("took", f"{r.elapsed_s:.1f} s, {r.created_at}"))
-    return f"<h1>pipediag scale <code>{escape(r.target)}</code></h1>" + partial_banner(r.status) + facts_list(facts)
+    return page_head(f"<h1>pipediag scale <code>{escape(r.target)}</code></h1>", r.status, facts, r.elapsed_s,
+                     r.created_at)
 
 
 def verdict_section(r: ScaleResult) -> str:
@@ -113,9 +112,7 @@ def measured_section(r: ScaleResult) -> str:
     stops = unstable_modes(r)
     if stops:
         caption.append("stopped early or at the cap — " + ", ".join(stops))
-    notes = "".join(f'<p class="muted">{escape(line)}</p>' for line in caption)
-    return (f'<h2>Measured</h2><table id="measured">{table_head(names, left=("what", "cores"))}'
-            f'<tbody>{"".join(rows)}</tbody></table>{notes}')
+    return captioned_table("Measured", "measured", names, rows, caption, left=("what", "cores"))
 
 
 def scale_chart(r: ScaleResult) -> str | None:
@@ -175,9 +172,8 @@ def plan_section(r: ScaleResult) -> str | None:
                        else "workers — : no demand (the step's rate is unknown)")
     if any(a.clients is None for a in p.accelerators):
         missing.append("clients — : the service's constant-batch ceiling was not measured")
-    notes = "".join(f'<p class="muted">{escape(m)}</p>' for m in missing)
-    return (f'<h2>Worker plan</h2><table id="plan">{table_head(names, left=("this host alone",))}'
-            f'<tbody>{"".join(rows)}</tbody></table>{notes}<h3>Assumptions</h3><ul id="assumptions">{assumptions}</ul>')
+    return (captioned_table("Worker plan", "plan", names, rows, missing, left=("this host alone",))
+            + f'<h3>Assumptions</h3><ul id="assumptions">{assumptions}</ul>')
 
 
 def overhead_section(r: ScaleResult) -> str:

@@ -9,20 +9,19 @@ A size that did not run has no point (a gap), never a 0.
 from __future__ import annotations
 
 from pipediag.report import charts
+from pipediag.report.common import peak_gib
 from pipediag.report.html import (
+    captioned_table,
     environment_facts,
     escape,
-    facts_list,
     fmt_interval,
     fmt_num,
     notes_list,
     page,
-    partial_banner,
-    table_head,
+    page_head,
+    result_row,
 )
 from pipediag.sweep import OK, OUT_OF_MEMORY, Sweep
-
-_GiB = 2**30
 
 
 def header_section(s: Sweep) -> str:
@@ -33,8 +32,8 @@ def header_section(s: Sweep) -> str:
     cap = s.settings.get("max_seconds_per_mode")
     if cap is not None:
         facts.append(("each size", f"synthetic and pipeline modes, at most {cap:g} s each"))
-    facts.append(("took", f"{s.elapsed_s:.1f} s, {s.created_at}"))
-    return f"<h1>pipediag sweep <code>{escape(s.target)}</code></h1>" + partial_banner(s.status) + facts_list(facts)
+    return page_head(f"<h1>pipediag sweep <code>{escape(s.target)}</code></h1>", s.status, facts, s.elapsed_s,
+                     s.created_at)
 
 
 def summary_section(s: Sweep) -> str:
@@ -55,12 +54,6 @@ def summary_section(s: Sweep) -> str:
     return f'<h2>Result</h2><div class="verdict" id="verdict">{knee}{memory}{limit}</div>'
 
 
-def _peak(p) -> str:
-    if p.peak_memory is None:
-        return "—"
-    return f"{p.peak_memory.bytes / _GiB:.2f}" + ("≤" if p.peak_memory.scope == "process" else "")
-
-
 def table_section(s: Sweep) -> str:
     gains = {g.to_batch: g for g in s.knee.gains}
     names = ("batch", "examples/s", "95% interval", "gain/2x", "fed ex/s", "fed 95% interval", "input wait",
@@ -79,11 +72,10 @@ def table_section(s: Sweep) -> str:
             "" if gain is None else f"{gain.per_doubling:.2f}x",
             fmt_num(p.pipeline_examples_per_sec, "{:.0f}"), fmt_interval(p.pipeline_examples_per_sec_ci, "{:.0f}"),
             fmt_num(None if p.input_wait_frac is None else 100 * p.input_wait_frac, "{:.0f}%"),
-            fmt_num(p.step_ms_median, "{:.2f}"), fmt_num(p.gpu_util_pct, "{:.0f}%", "n/a"), _peak(p),
+            fmt_num(p.step_ms_median, "{:.2f}"), fmt_num(p.gpu_util_pct, "{:.0f}%", "n/a"), peak_gib(p.peak_memory),
         ]
         cls = ' class="slow"' if p.status == OUT_OF_MEMORY else (' class="knee"' if s.knee.batch_size == p.batch_size else "")
-        rows.append(f"<tr{cls}>" + "".join(f"<td>{escape(c)}</td>" for c in cells)
-                    + f'<td class="left">{escape(result)}</td></tr>')
+        rows.append(result_row(cells, result, cls))
     notes = ["examples/s: the step with free input (synthetic mode); fed ex/s: fed by the pipeline; gain/2x: "
              "throughput gained per doubling of the batch since the previous size; a size that did not run shows —"]
     sources = sorted({p.peak_memory.source for p in s.points if p.peak_memory})
@@ -97,9 +89,7 @@ def table_section(s: Sweep) -> str:
         p.gpu_util_pct is not None for p in s.points) else []
     if gpu_reasons:
         notes.append("GPU n/a: " + "; ".join(gpu_reasons))
-    caption = "".join(f'<p class="muted">{escape(n)}</p>' for n in notes)
-    return (f'<h2>Batch sizes</h2><table id="sweep">{table_head(names, left=("result",))}'
-            f'<tbody>{"".join(rows)}</tbody></table>{caption}')
+    return captioned_table("Batch sizes", "sweep", names, rows, notes, left=("result",))
 
 
 def sweep_chart(s: Sweep) -> str | None:
@@ -111,12 +101,9 @@ def sweep_chart(s: Sweep) -> str | None:
                     charts.MODE_COLORS["synthetic"], lows, highs),
         charts.Line("examples/s, fed by the pipeline", xs, tuple(p.pipeline_examples_per_sec for p in s.points),
                     charts.MODE_COLORS["pipeline"], marker="s", style="--"),
-        charts.Line("peak memory, GiB (right axis)", xs,
-                    tuple(None if p.peak_memory is None else p.peak_memory.bytes / _GiB for p in s.points),
-                    "#c44e52", marker="^", style="-.", right=True),
+        charts.peak_memory_line(xs, [p.peak_memory for p in s.points]),
     ]
-    marks = [charts.Mark(f"out of memory at {p.batch_size}", float(p.batch_size), "#c53030", style="--")
-             for p in s.points if p.status == OUT_OF_MEMORY]
+    marks = charts.oom_marks([p.batch_size for p in s.points if p.status == OUT_OF_MEMORY])
     if s.knee.batch_size is not None:
         marks.insert(0, charts.Mark(f"knee: {s.knee.batch_size}", float(s.knee.batch_size), "#2f855a"))
     return charts.xy_chart(lines, "batch size", "examples per second", "sweep", right_label="peak memory (GiB)",

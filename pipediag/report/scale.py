@@ -13,6 +13,7 @@ from rich.text import Text
 
 from pipediag.analysis.capacity import OVERSUBSCRIBED, OWN_CORES, REMOTE, SHARES_CLIENT_CORES, UNPINNED
 from pipediag.analysis.modes import ModeSummary
+from pipediag.report.common import num, run_lines, title
 from pipediag.scaling import ScaleResult
 
 PLACEMENT_TEXT = {
@@ -29,10 +30,6 @@ WORTH_TEXT = {
     "transfer_bound": ("NOT WORTH IT: THE CLIENT CANNOT RECEIVE ENOUGH", "bold red"),
     "unknown": ("UNKNOWN", "bold white"),
 }
-
-
-def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
-    return missing if value is None else fmt.format(value)
 
 
 def _half(m: ModeSummary | None) -> str:
@@ -65,24 +62,9 @@ def cpu_text(values: tuple[float, ...] | None) -> str:
 
 
 def header(r: ScaleResult) -> RenderableType:
-    lines = Text()
-    lines.append("pipediag scale ", style="bold")
-    lines.append(r.target, style="cyan")
-    if r.status != "complete":
-        lines.append(f"  [{r.status.upper()}: partial report]", style="bold red")
+    lines = title(Text(), "pipediag scale", r.target, r.status)
     lines.append("\n")
-    if r.step:
-        lines.append("step: ", style="dim")
-        lines.append(r.step.description + "\n")
-    if r.element:
-        lines.append("batch: ", style="dim")
-        lines.append(r.element.structure)
-        if r.element.batch_bytes:
-            lines.append(f"  ({r.element.batch_bytes / 2**20:.2f} MiB)")
-        lines.append("\n")
-    if r.stages:
-        lines.append("pipeline: ", style="dim")
-        lines.append(" → ".join(s.label for s in r.stages) + "\n")
+    run_lines(lines, r.step, r.element, r.stages)
     if r.service is not None:
         lines.append("service: ", style="dim")
         if r.service.kind == "local":
@@ -112,22 +94,22 @@ def measured_table(r: ScaleResult) -> Table:
         cpu = ""
         if key == "transfer" and r.overhead is not None:
             cpu = cpu_text(r.overhead.transfer_worker_cpu_pct)
-        table.add_row(what, _num(m.batches_per_sec if m else None), _half(m), "", "", cpu,
-                      _num(m.process_cpu_pct if m else None, "{:.0f}%"), "")
+        table.add_row(what, num(m.batches_per_sec if m else None), _half(m), "", "", cpu,
+                      num(m.process_cpu_pct if m else None, "{:.0f}%"), "")
     points = {p.workers: p for p in (r.plan.scaling if r.plan else ())}
     for c in r.counts:
         m = c.input_only
         n = c.workers if c.workers is not None else r.settings.get("remote_workers")
         per = None if m is None or not m.batches_per_sec or not n else m.batches_per_sec / n
         point = points.get(c.workers)
-        eff = _num(point.efficiency if point else None, "{:.0%}", "")
+        eff = num(point.efficiency if point else None, "{:.0%}", "")
         cpu = cpu_text(c.worker_cpu_pct) or "n/a"
-        table.add_row(f"{workers_text(c.workers)}: input", _num(m.batches_per_sec if m else None), _half(m),
-                      _num(per, missing=""), eff, cpu, _num(m.process_cpu_pct if m else None, "{:.0f}%"),
+        table.add_row(f"{workers_text(c.workers)}: input", num(m.batches_per_sec if m else None), _half(m),
+                      num(per, missing=""), eff, cpu, num(m.process_cpu_pct if m else None, "{:.0f}%"),
                       PLACEMENT_TEXT.get(c.placement, c.placement))
         f = c.fed
-        table.add_row(f"{workers_text(c.workers)}: step fed", _num(f.batches_per_sec if f else None), _half(f),
-                      "", "", "", _num(f.process_cpu_pct if f else None, "{:.0f}%"), "")
+        table.add_row(f"{workers_text(c.workers)}: step fed", num(f.batches_per_sec if f else None), _half(f),
+                      "", "", "", num(f.process_cpu_pct if f else None, "{:.0f}%"), "")
     caption = ["input: the pipeline through the service alone; step fed: feeding the step. worker CPU: each "
                "worker process over the mode, 100% = one core; client: pipediag's own process (receiving, and "
                "the step when fed). cores: own = each worker on core(s) of its own, one left for the client; "
@@ -176,7 +158,7 @@ def plan_panel(r: ScaleResult) -> RenderableType:
     body.append(word + "\n", style=style)
     for line in p.reasons:
         body.append("  • " + line + "\n")
-    facts = [f"compute {_num(p.compute_batches_per_sec)} batches/s per accelerator"]
+    facts = [f"compute {num(p.compute_batches_per_sec)} batches/s per accelerator"]
     if p.per_worker_batches_per_sec is not None:
         ci = f" (95% {p.per_worker_ci[0]:.1f}–{p.per_worker_ci[1]:.1f})" if p.per_worker_ci else ""
         facts.append(f"one worker {p.per_worker_batches_per_sec:.1f} batches/s{ci}")
@@ -188,10 +170,10 @@ def plan_panel(r: ScaleResult) -> RenderableType:
         table.add_column(name, justify="right" if name != "this host alone" else "left", no_wrap=True)
     for a in p.accelerators:
         alone = {True: "keeps up", False: "too slow", None: "—"}[a.local_keeps_up]
-        table.add_row(str(a.accelerators), _num(a.demand_batches_per_sec), alone,
-                      _num(a.workers, "{}"), _num(a.workers_conservative, "{}"),
-                      _num(a.cores, "{}") + ("" if a.cores_conservative in (None, a.cores) else f"–{a.cores_conservative}"),
-                      _num(a.clients, "{}"))
+        table.add_row(str(a.accelerators), num(a.demand_batches_per_sec), alone,
+                      num(a.workers, "{}"), num(a.workers_conservative, "{}"),
+                      num(a.cores, "{}") + ("" if a.cores_conservative in (None, a.cores) else f"–{a.cores_conservative}"),
+                      num(a.clients, "{}"))
     assumptions = Text("Assumptions\n", style="bold")
     for line in p.assumptions:
         assumptions.append("  • " + line + "\n", style="dim")

@@ -6,11 +6,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from pipediag.report.common import num, peak_gib, title
 from pipediag.sweep import OK, Sweep
-
-
-def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
-    return missing if value is None else fmt.format(value)
 
 
 def sweep_table(s: Sweep) -> Table:
@@ -35,19 +32,18 @@ def sweep_table(s: Sweep) -> Table:
         else:
             result = p.status.replace("_", " ")
         row = [
-            str(p.batch_size), _num(p.examples_per_sec, "{:.0f}"), half,
+            str(p.batch_size), num(p.examples_per_sec, "{:.0f}"), half,
             "" if gain is None else f"{gain.per_doubling:.2f}x",
-            _num(p.pipeline_examples_per_sec, "{:.0f}"),
-            _num(None if p.input_wait_frac is None else 100 * p.input_wait_frac, "{:.0f}%"),
-            _num(p.step_ms_median, "{:.2f}"),
+            num(p.pipeline_examples_per_sec, "{:.0f}"),
+            num(None if p.input_wait_frac is None else 100 * p.input_wait_frac, "{:.0f}%"),
+            num(p.step_ms_median, "{:.2f}"),
         ]
         if gpu:
-            row.append(_num(p.gpu_util_pct, "{:.0f}%", "n/a"))
+            row.append(num(p.gpu_util_pct, "{:.0f}%", "n/a"))
         if gpm:
-            row.append(_num(p.gpm_sm_active_pct, "{:.0f}%", "n/a"))
+            row.append(num(p.gpm_sm_active_pct, "{:.0f}%", "n/a"))
         if memory:
-            peak = p.peak_memory
-            row.append("—" if peak is None else f"{peak.bytes / 2**30:.2f}" + ("≤" if peak.scope == "process" else ""))
+            row.append(peak_gib(p.peak_memory))
         table.add_row(*row, result)
     caption = ["examples/s: the step with free input (synthetic mode); fed ex/s: with the pipeline; "
                "gain/2x: throughput gained per doubling of the batch since the previous size"]
@@ -87,11 +83,7 @@ def summary_text(s: Sweep) -> Text:
 
 
 def render_sweep(s: Sweep) -> RenderableType:
-    head = Text()
-    head.append("pipediag sweep ", style="bold")
-    head.append(s.target, style="cyan")
-    if s.status != "complete":
-        head.append(f"  [{s.status.upper()}: partial]", style="bold red")
+    head = title(Text(), "pipediag sweep", s.target, s.status, tag="partial")
     if s.step is not None:
         head.append("\nstep: ", style="dim")
         head.append(s.step.description)

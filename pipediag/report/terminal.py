@@ -13,14 +13,11 @@ from rich.text import Text
 
 from pipediag.analysis.gpu import METRIC_LABELS, job_gpus, metrics_seen
 from pipediag.diagnosis import MODE_NAMES, Diagnosis
+from pipediag.report.common import num, run_lines, title
 from pipediag.report.environment import limits_rows
 
 _VERDICT_STYLE = {"input": "bold yellow", "compute": "bold green", "memory": "bold red", "host": "bold magenta",
                   "inconclusive": "bold white"}
-
-
-def _num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
-    return missing if value is None else fmt.format(value)
 
 
 def from_fit(d: Diagnosis) -> bool:
@@ -29,27 +26,9 @@ def from_fit(d: Diagnosis) -> bool:
 
 
 def header(d: Diagnosis) -> RenderableType:
-    lines = Text()
-    lines.append("pipediag InputMonitor: " if from_fit(d) else "pipediag diagnose ", style="bold")
-    lines.append(d.target, style="cyan")
-    if d.status != "complete":
-        lines.append(f"  [{d.status.upper()}: partial report]", style="bold red")
+    lines = title(Text(), "pipediag InputMonitor:" if from_fit(d) else "pipediag diagnose", d.target, d.status)
     lines.append("\n")
-    if d.step:
-        lines.append("step: ", style="dim")
-        lines.append(d.step.description + "\n")
-        if d.step.framework and d.step.sync:
-            lines.append("timing: ", style="dim")
-            lines.append(f"{d.step.framework} step; {d.step.sync}\n")
-    if d.element:
-        lines.append("batch: ", style="dim")
-        lines.append(f"{d.element.structure}")
-        if d.element.batch_bytes:
-            lines.append(f"  ({d.element.batch_bytes / 2**20:.2f} MiB)")
-        lines.append("\n")
-    if d.stages:
-        lines.append("pipeline: ", style="dim")
-        lines.append(" → ".join(s.label for s in d.stages) + "\n")
+    run_lines(lines, d.step, d.element, d.stages, timing=True)
     limits = d.environment.container if d.environment is not None else None
     if limits is not None and (limits.cpu_limited or limits.memory_limit_bytes):
         for label, value in limits_rows(limits):
@@ -94,8 +73,8 @@ def modes_table(d: Diagnosis) -> Table:
             half = f"{(m.batches_per_sec_ci[1] - m.batches_per_sec_ci[0]) / 2:.1f}"
         wait = "—" if m.input_wait_frac is None or name in ("synthetic", "input_only") else f"{100 * m.input_wait_frac:.0f}%"
         table.add_row(
-            name, _num(m.batches_per_sec), half, _num(m.step_ms_median, "{:.2f}"), _num(m.step_ms_p90, "{:.2f}"),
-            wait, _num(m.cpu_util_pct, "{:.0f}%"), _num(m.gpu_util_pct, "{:.0f}%", "n/a"), str(m.steps),
+            name, num(m.batches_per_sec), half, num(m.step_ms_median, "{:.2f}"), num(m.step_ms_p90, "{:.2f}"),
+            wait, num(m.cpu_util_pct, "{:.0f}%"), num(m.gpu_util_pct, "{:.0f}%", "n/a"), str(m.steps),
         )
         if m.stop_reason not in ("stable", "fit_ended"):
             stops.append(f"{name}: {m.stop_reason.replace('_', ' ')}")
@@ -139,7 +118,7 @@ def _gib(value: int | None) -> str:
 
 
 def _pct(value: float | None) -> str:
-    return _num(value, "{:.0f}%", "n/a")
+    return num(value, "{:.0f}%", "n/a")
 
 
 def gpu_table(d: Diagnosis) -> Table | None:
@@ -166,7 +145,7 @@ def gpu_table(d: Diagnosis) -> Table | None:
                 _pct(g.util_pct if g else None),
                 _pct(gpm.sm_active_pct if gpm else None), _pct(gpm.sm_occupancy_pct if gpm else None),
                 _pct(gpm.tensor_active_pct if gpm else None), _pct(gpm.dram_bw_pct if gpm else None),
-                _num(g.power_w_mean if g else None, "{:.0f}"),
+                num(g.power_w_mean if g else None, "{:.0f}"),
                 ("" if k else "—") if peak is None else _gib(peak.bytes) + ("≤" if peak.scope == "process" else ""),
             ]
             table.add_row(*cells)
@@ -228,14 +207,14 @@ def anatomy_table(d: Diagnosis) -> RenderableType | None:
             flags = "◀ slowest" + (f"; {flags}" if flags else "")
         if flags:
             name.append("\n  " + flags, style="yellow" if row.index == a.bottleneck_index else "dim")
-        rate = _num(row.batches_per_sec)
+        rate = num(row.batches_per_sec)
         if row.batches_per_sec_ci is not None:
             rate += f" ±{(row.batches_per_sec_ci[1] - row.batches_per_sec_ci[0]) / 2:.1f}"
         if row.batches_per_sec is None and row.reason:
             untimed.append(f"{row.label}: {row.reason}")
         table.add_row(
-            name, rate, _num(row.added_ms_per_batch, "{:+.2f}"),
-            _num(None if row.share is None else round(100 * row.share) or 0, "{:.0f}%"),  # never "-0%"
+            name, rate, num(row.added_ms_per_batch, "{:+.2f}"),
+            num(None if row.share is None else round(100 * row.share) or 0, "{:.0f}%"),  # never "-0%"
             _length(None if stage is None else stage.cardinality),
             _bytes(None if stage is None else stage.bytes_per_element),
         )

@@ -184,13 +184,42 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
     return with_container(verdict, modes, container)
 
 
+@dataclass
+class _Reading:
+    """What the input and step rules read from the modes, with the facts and evidence gathered so far
+    (each rule below may add to them, and may lower confidence through `noisy`)."""
+
+    synthetic: ModeSummary
+    pipeline: ModeSummary
+    input_only: ModeSummary | None
+    wait: float
+    gap: Ratio | None  # synthetic / pipeline rate: > 1, the fed step is slower than the free one
+    headroom: Ratio | None  # input_only / synthetic rate: > 1, input alone outruns the step
+    pattern: CpuPattern | None
+    facts: dict[str, Any]
+    evidence: list[str]
+    noisy: bool
+
+
 def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers: Sequence[BufferEstimate],
             ram_budget_bytes: int | None, handover: Handover | None, container: ContainerLimits | None) -> Verdict:
-    synthetic, pipeline = modes.get("synthetic"), modes.get("pipeline")
-    input_only = modes.get("input_only")
     present = [m for m in modes.values() if m is not None]
+    memory = _memory_verdict(present, buffers, ram_budget_bytes, container)  # 1. memory
+    if memory is not None:
+        return memory
+    too_few = _too_few_steps(modes.get("synthetic"), modes.get("pipeline"))  # 2. enough to go on?
+    if too_few is not None:
+        return too_few
+    reading = _read(modes, present, handover)
+    found = _input_verdict(reading, handover)  # 3. input
+    if found is not None:
+        return found
+    return _step_verdict(reading, gpu_expected)  # 4-6. the step is the limit
 
-    # 1. memory: a real out-of-memory error, or the host running out.
+
+def _memory_verdict(present: list[ModeSummary], buffers: Sequence[BufferEstimate], ram_budget_bytes: int | None,
+                    container: ContainerLimits | None) -> Verdict | None:
+    """1. memory: a real out-of-memory error, or the host running out; None when neither."""
     for m in present:
         if m.stop_reason == "out_of_memory":
             msg = m.error.message.splitlines()[0][:200] if m.error else "out of memory"
@@ -216,11 +245,11 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
     near_limit = _near_memory_limit(present, container)
     if near_limit is not None:
         return near_limit
-    over = _buffers_over_budget(buffers, ram_budget_bytes, present, container)
-    if over is not None:
-        return over
+    return _buffers_over_budget(buffers, ram_budget_bytes, present, container)
 
-    # 2. enough to go on?
+
+def _too_few_steps(synthetic: ModeSummary | None, pipeline: ModeSummary | None) -> Verdict | None:
+    """2. inconclusive when synthetic or pipeline mode timed fewer than MIN_STEPS steps; None otherwise."""
     for name, m in (("synthetic", synthetic), ("pipeline", pipeline)):
         if m is None or m.steps < T.MIN_STEPS:
             got = 0 if m is None else m.steps
@@ -229,7 +258,13 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
                 (f"{name} mode timed {got} steps; at least {T.MIN_STEPS} are needed",),
                 reason=f"too few steps in {name} mode (raise --max-seconds, or the step is very slow)",
             )
+    return None
 
+
+def _read(modes: dict[str, ModeSummary | None], present: list[ModeSummary], handover: Handover | None) -> _Reading:
+    """The wait, the rate ratios, the input side's CPU pattern, and the evidence every verdict below opens with."""
+    synthetic, pipeline = modes.get("synthetic"), modes.get("pipeline")
+    input_only = modes.get("input_only")
     wait = pipeline.input_wait_frac or 0.0
     gap = rate_ratio(synthetic, pipeline)  # > 1: the fed step is slower than the free one
     headroom = rate_ratio(input_only, synthetic)  # > 1: input alone outruns the step
@@ -258,64 +293,92 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
             f"{_host_idle_cores(busiest):.1f} of {len(busiest.cpu_per_core_pct)} cores left idle: the timings are "
             "contended, so confidence is lowered"
         )
+    return _Reading(synthetic, pipeline, input_only, wait, gap, headroom, pattern, facts, evidence, noisy)
 
-    # 3. input. First: the input side alone cannot keep up with the free step.
-    starved = (
-        headroom is not None and headroom.clearly_below_one and gap is not None
-        and gap.value >= T.GAP_SIGNIFICANT and gap.clearly_above_one
-    )
-    if starved:
-        if pattern:
-            evidence.append(pattern.text)
-        return Verdict(
-            "input", "low" if noisy else "high",
-            "input-bound: the pipeline alone delivers fewer batches than the step could take",
-            tuple(evidence), cpu_pattern=pattern, facts=facts,
-        )
+
+def _input_verdict(r: _Reading, handover: Handover | None) -> Verdict | None:
+    """3. input: the input side alone too slow, the host edge, a wait that costs throughput, or CPU
+    contention, in that order; None when none holds (then the step is the limit)."""
+    starved = _starved(r)
+    if starved is not None:
+        return starved
     # The host edge: the wait is the hand-over of each batch, not the pipeline (handover_edge.py).
-    edge = handover_edge(synthetic, pipeline, input_only, handover)
+    edge = handover_edge(r.synthetic, r.pipeline, r.input_only, handover)
     if edge is not None:
-        facts.update(edge.facts)
-        evidence.extend(edge.evidence)
+        r.facts.update(edge.facts)
+        r.evidence.extend(edge.evidence)
     if edge is not None and edge.host:
-        confidence, headline = host_edge_verdict(edge, synthetic, handover, noisy)
-        if synthetic.gpu_util_pct is not None:
-            evidence.append(f"GPU busy {synthetic.gpu_util_pct:.0f}% with free input (synthetic mode, NVML utilization)")
-        return Verdict("host", confidence, headline, tuple(evidence), cpu_pattern=pattern, facts=facts)
-    free_wait = wait_without_slowdown(wait, gap, headroom) if wait >= T.INPUT_WAIT_MODERATE else None
+        confidence, headline = host_edge_verdict(edge, r.synthetic, handover, r.noisy)
+        if r.synthetic.gpu_util_pct is not None:
+            r.evidence.append(f"GPU busy {r.synthetic.gpu_util_pct:.0f}% with free input (synthetic mode, NVML utilization)")
+        return Verdict("host", confidence, headline, tuple(r.evidence), cpu_pattern=r.pattern, facts=r.facts)
+    waiting = _waiting(r, explained=edge is not None and edge.explains_wait)
+    if waiting is not None:
+        return waiting
+    return _cpu_contention(r)
+
+
+def _starved(r: _Reading) -> Verdict | None:
+    """Input-bound when the input side alone cannot keep up with the free step."""
+    starved = (
+        r.headroom is not None and r.headroom.clearly_below_one and r.gap is not None
+        and r.gap.value >= T.GAP_SIGNIFICANT and r.gap.clearly_above_one
+    )
+    if not starved:
+        return None
+    if r.pattern:
+        r.evidence.append(r.pattern.text)
+    return Verdict(
+        "input", "low" if r.noisy else "high",
+        "input-bound: the pipeline alone delivers fewer batches than the step could take",
+        tuple(r.evidence), cpu_pattern=r.pattern, facts=r.facts,
+    )
+
+
+def _waiting(r: _Reading, *, explained: bool) -> Verdict | None:
+    """Input-bound when the step waits for the next batch, unless the wait cost no throughput or
+    the hand-over `explained` it."""
+    wait, gap = r.wait, r.gap
+    free_wait = wait_without_slowdown(wait, gap, r.headroom) if wait >= T.INPUT_WAIT_MODERATE else None
     if free_wait is not None:
-        facts["wait_costs_no_throughput"] = True
-        evidence.append(free_wait)
-    if (wait >= T.INPUT_WAIT_MODERATE and free_wait is None
-            and not (edge is not None and edge.explains_wait)):
-        high = wait >= T.INPUT_WAIT_HIGH
-        confidence = "high" if high and gap is not None and gap.clearly_above_one else ("medium" if high else "low")
-        if noisy:
-            confidence = _lower(confidence)
-        if pattern:
-            evidence.append(pattern.text)
-        if headroom and headroom.value >= T.INPUT_HEADROOM:
-            evidence.append("the input side alone is fast enough: it is not overlapped with the step (prefetch)")
-        degree = "highly" if high else "moderately"
-        return Verdict(
-            "input", confidence, f"{degree} input-bound: the step waits for the next batch",
-            tuple(evidence), cpu_pattern=pattern, facts=facts,
-        )
-    contention = _contention(gap, synthetic, pipeline)
+        r.facts["wait_costs_no_throughput"] = True
+        r.evidence.append(free_wait)
+    if wait < T.INPUT_WAIT_MODERATE or free_wait is not None or explained:
+        return None
+    high = wait >= T.INPUT_WAIT_HIGH
+    confidence = "high" if high and gap is not None and gap.clearly_above_one else ("medium" if high else "low")
+    if r.noisy:
+        confidence = _lower(confidence)
+    if r.pattern:
+        r.evidence.append(r.pattern.text)
+    if r.headroom and r.headroom.value >= T.INPUT_HEADROOM:
+        r.evidence.append("the input side alone is fast enough: it is not overlapped with the step (prefetch)")
+    degree = "highly" if high else "moderately"
+    return Verdict(
+        "input", confidence, f"{degree} input-bound: the step waits for the next batch",
+        tuple(r.evidence), cpu_pattern=r.pattern, facts=r.facts,
+    )
+
+
+def _cpu_contention(r: _Reading) -> Verdict | None:
+    """Input-bound through CPU contention: the step itself slower beside the pipeline, unless the
+    pipeline was too light to cause it, cores sat idle, or the readings are on the line."""
+    synthetic, pipeline = r.synthetic, r.pipeline
+    contention = _contention(r.gap, synthetic, pipeline)
     slowed = contention is not None and contention.decided
-    light = pipeline_cpu_at_fed_rate(synthetic, pipeline, input_only) if slowed else None
+    light = pipeline_cpu_at_fed_rate(synthetic, pipeline, r.input_only) if slowed else None
     if light is not None and light.too_light:
         # Slower beside the pipeline, but the pipeline barely ran: at the fed rate it used too
         # little CPU to take that much from the step. The slowdown came from elsewhere.
-        noisy = True
-        facts["pipeline_cores_at_fed_rate"] = light.cores
-        evidence.append(light.text(pipeline, synthetic))
+        r.noisy = True
+        r.facts["pipeline_cores_at_fed_rate"] = light.cores
+        r.evidence.append(light.text(pipeline, synthetic))
         slowed = False
     elif slowed and pipeline.cpu_per_core_pct and _idle_cores(pipeline) >= T.CONTENDED_IDLE_CORES:
         # Slower beside the pipeline, yet cores sat idle: nothing competed for them. The step's
         # own speed varied (seen on the H200: a Python-bound step, 14 of 16 cores idle).
-        noisy = True
-        evidence.append(
+        r.noisy = True
+        r.evidence.append(
             f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
             f"{synthetic.compute_ms_median:.2f} ms alone, yet {_idle_cores(pipeline):.1f} of "
             f"{pipeline.cores:g} cores were idle: not CPU contention; the step's speed varied, "
@@ -325,9 +388,9 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
     elif contention is not None and contention.on_edge:
         # Neither side of the line is sure: measured longer already (diagnose does, once), so
         # say how close it was and do not call contention on a reading noise could move.
-        noisy = True
-        facts["edges"] = [e.to_dict() for e in contention.edges]
-        evidence.append(
+        r.noisy = True
+        r.facts["edges"] = [e.to_dict() for e in contention.edges]
+        r.evidence.append(
             f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
             f"{synthetic.compute_ms_median:.2f} ms alone; CPU contention is called when both the fed step and the "
             f"step itself are >= {T.GAP_SIGNIFICANT:.2f}x slower, but "
@@ -335,27 +398,31 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
             + ": within its run-to-run spread of the line, so not decided on it; confidence lowered"
         )
         slowed = False
-    if slowed:
-        facts["edges"] = [e.to_dict() for e in contention.edges]
-        evidence.append(
-            f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
-            f"{synthetic.compute_ms_median:.2f} ms alone: preprocessing competes with it for the CPU"
-        )
-        if pipeline.cpu_util_pct is not None:
-            evidence.append(f"CPU use in pipeline mode {pipeline.cpu_util_pct:.0f}% of all cores")
-        return Verdict(
-            "input", "medium", "input-bound through CPU contention: preprocessing slows the step down",
-            tuple(evidence), cpu_pattern=pattern, facts=facts,
-        )
+    if not slowed:
+        return None
+    r.facts["edges"] = [e.to_dict() for e in contention.edges]
+    r.evidence.append(
+        f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
+        f"{synthetic.compute_ms_median:.2f} ms alone: preprocessing competes with it for the CPU"
+    )
+    if pipeline.cpu_util_pct is not None:
+        r.evidence.append(f"CPU use in pipeline mode {pipeline.cpu_util_pct:.0f}% of all cores")
+    return Verdict(
+        "input", "medium", "input-bound through CPU contention: preprocessing slows the step down",
+        tuple(r.evidence), cpu_pattern=r.pattern, facts=r.facts,
+    )
 
-    # 4-6. the step is the limit: memory pressure, host overhead or compute.
+
+def _step_verdict(r: _Reading, gpu_expected: bool) -> Verdict:
+    """4-6. the step is the limit: GPU memory pressure, host overhead or compute."""
+    synthetic, evidence, facts = r.synthetic, r.evidence, r.facts
     gpu_util = synthetic.gpu_util_pct
     full = _memory_full(synthetic)
     if full is not None:
         text, confidence = full
         evidence.append(text)
         return Verdict("memory", confidence, "GPU memory is nearly full", tuple(evidence), facts=facts)
-    confidence = "low" if noisy else "high"
+    confidence = "low" if r.noisy else "high"
     if gpu_util is not None:
         source = " (driver samples)" if synthetic.gpu and synthetic.gpu.util_source == "driver_samples" else ""
         evidence.append(f"GPU busy {gpu_util:.0f}% with free input (synthetic mode, NVML utilization{source})")

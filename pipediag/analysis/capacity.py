@@ -187,49 +187,89 @@ def plan_capacity(
 ) -> CapacityPlan:
     per_worker, basis = _per_worker(counts, remote, remote_workers, worker_cores, host_cores)
     limit = transfer_limit(transfer_worker_busy, transfer_client_busy)
-
-    scaling: list[ScalingPoint] = []
-    if not remote and per_worker is not None:
-        for c in sorted((c for c in counts if c.workers is not None), key=lambda c: c.workers):
-            where = placement(c.workers, worker_cores, host_cores)
-            eff = eff_high = None
-            if c.rate is not None:
-                eff = c.rate.batches_per_sec / (c.workers * per_worker.batches_per_sec)
-                if c.rate.high is not None and per_worker.low:
-                    eff_high = c.rate.high / (c.workers * per_worker.low)
-            scaling.append(ScalingPoint(c.workers, where, None if c.rate is None else c.rate.batches_per_sec, eff, eff_high))
+    scaling = [] if remote or per_worker is None else _scaling_points(counts, per_worker, worker_cores, host_cores)
     checked = [p for p in scaling if p.workers >= 2 and p.placement == OWN_CORES and p.efficiency is not None]
     does_not_scale = [p for p in checked if p.efficiency_high is not None and p.efficiency_high < SCALING_MIN_EFFICIENCY]
     efficiency = min([1.0] + [p.efficiency for p in checked])
-
-    plans = []
-    for a in sorted(set(accelerators)):
-        demand = None if compute is None else a * compute.batches_per_sec
-        keeps_up = None
-        if demand is not None and local is not None:
-            keeps_up = (local.low if local.low is not None else local.batches_per_sec) >= demand
-        workers = conservative = None
-        if demand is not None and per_worker is not None:
-            workers = _ceil(demand / (per_worker.batches_per_sec * efficiency))
-            if per_worker.low:
-                conservative = _ceil(demand / (per_worker.low * efficiency))
-        clients = None
-        if demand is not None and transfer is not None:
-            clients = _ceil(demand / transfer.batches_per_sec)
-        k = worker_cores or None
-        plans.append(AcceleratorPlan(
-            accelerators=a,
-            demand_batches_per_sec=demand,
-            local_keeps_up=keeps_up,
-            workers=workers,
-            workers_conservative=conservative,
-            cores=None if workers is None or k is None else workers * k,
-            cores_conservative=None if conservative is None or k is None else conservative * k,
-            clients=clients,
-        ))
-
+    plans = [_accelerator_plan(a, compute, local, per_worker, efficiency, transfer, worker_cores)
+             for a in sorted(set(accelerators))]
     short_transfer = (compute is not None and transfer is not None and transfer.high is not None
                       and transfer.high < compute.batches_per_sec)
+    worth, reasons = _worth(compute, per_worker, basis, local, plans, does_not_scale, transfer,
+                            client_limited=short_transfer and limit == "client")
+    if short_transfer and worth != "transfer_bound":
+        reasons.append(_transfer_caution(limit, transfer, compute, transfer_worker_busy, transfer_client_busy))
+    assumptions = _assumptions(compute_source, basis, checked, efficiency, remote, host_cores, worker_cores, plans,
+                               transfer, limit, transfer_worker_busy, transfer_client_busy)
+    return CapacityPlan(
+        compute_batches_per_sec=None if compute is None else compute.batches_per_sec,
+        compute_source=compute_source,
+        local_batches_per_sec=None if local is None else local.batches_per_sec,
+        per_worker_batches_per_sec=None if per_worker is None else per_worker.batches_per_sec,
+        per_worker_ci=None if per_worker is None or per_worker.low is None else (per_worker.low, per_worker.high),
+        per_worker_basis=basis,
+        worker_cores=worker_cores,
+        host_cores=host_cores,
+        transfer_batches_per_sec=None if transfer is None else transfer.batches_per_sec,
+        transfer_limit=limit,
+        scaling=tuple(scaling),
+        scaling_checked=bool(checked),
+        efficiency_used=efficiency,
+        accelerators=tuple(plans),
+        worth_it=worth,
+        reasons=tuple(reasons),
+        assumptions=tuple(assumptions),
+    )
+
+
+def _scaling_points(counts: Sequence[CountRate], per_worker: RateEstimate, worker_cores: int | None,
+                    host_cores: int) -> list[ScalingPoint]:
+    """Each measured worker count's rate as a share of that many single workers (its efficiency)."""
+    scaling: list[ScalingPoint] = []
+    for c in sorted((c for c in counts if c.workers is not None), key=lambda c: c.workers):
+        where = placement(c.workers, worker_cores, host_cores)
+        eff = eff_high = None
+        if c.rate is not None:
+            eff = c.rate.batches_per_sec / (c.workers * per_worker.batches_per_sec)
+            if c.rate.high is not None and per_worker.low:
+                eff_high = c.rate.high / (c.workers * per_worker.low)
+        scaling.append(ScalingPoint(c.workers, where, None if c.rate is None else c.rate.batches_per_sec, eff, eff_high))
+    return scaling
+
+
+def _accelerator_plan(a: int, compute: RateEstimate | None, local: RateEstimate | None,
+                      per_worker: RateEstimate | None, efficiency: float, transfer: RateEstimate | None,
+                      worker_cores: int | None) -> AcceleratorPlan:
+    """The demand of `a` accelerators, whether this host keeps up, and the workers, cores and clients it takes."""
+    demand = None if compute is None else a * compute.batches_per_sec
+    keeps_up = None
+    if demand is not None and local is not None:
+        keeps_up = (local.low if local.low is not None else local.batches_per_sec) >= demand
+    workers = conservative = None
+    if demand is not None and per_worker is not None:
+        workers = _ceil(demand / (per_worker.batches_per_sec * efficiency))
+        if per_worker.low:
+            conservative = _ceil(demand / (per_worker.low * efficiency))
+    clients = None
+    if demand is not None and transfer is not None:
+        clients = _ceil(demand / transfer.batches_per_sec)
+    k = worker_cores or None
+    return AcceleratorPlan(
+        accelerators=a,
+        demand_batches_per_sec=demand,
+        local_keeps_up=keeps_up,
+        workers=workers,
+        workers_conservative=conservative,
+        cores=None if workers is None or k is None else workers * k,
+        cores_conservative=None if conservative is None or k is None else conservative * k,
+        clients=clients,
+    )
+
+
+def _worth(compute: RateEstimate | None, per_worker: RateEstimate | None, basis: str, local: RateEstimate | None,
+           plans: list[AcceleratorPlan], does_not_scale: list[ScalingPoint], transfer: RateEstimate | None, *,
+           client_limited: bool) -> tuple[str, list[str]]:
+    """Whether the service is worth it (unknown, not_needed, does_not_scale, transfer_bound, yes), with the reasons."""
     reasons: list[str] = []
     if compute is None:
         worth = "unknown"
@@ -254,7 +294,7 @@ def plan_capacity(
             "adding workers does not add throughput, so the limit is not the workers' CPU (the client, the dispatcher "
             "or the network)"
         )
-    elif short_transfer and limit == "client":
+    elif client_limited:
         worth = "transfer_bound"
         reasons.append(
             f"one client received at most {transfer.batches_per_sec:.1f} batches/s through the service even with "
@@ -276,22 +316,32 @@ def plan_capacity(
         if fed:
             reasons.append("this host alone feeds " + ", ".join(str(p.accelerators) for p in fed)
                            + " accelerator(s): the service is needed only beyond that")
+    return worth, reasons
 
-    if short_transfer and worth != "transfer_bound":
-        if limit == "worker":
-            who = "the worker serving it was the saturated one, so more workers may raise it"
-        elif limit is None:
-            who = "whose limit that is cannot be seen from here"
-        elif min(transfer_worker_busy, transfer_client_busy) >= SPARE_FRAC:
-            who = "the worker and the client were both near full, so it cannot be told whose limit that is"
-        else:
-            who = "neither the worker nor the client was saturated (latency may set the pace)"
-        reasons.append(
-            f"caution: a constant batch reached only {transfer.batches_per_sec:.1f} batches/s through the service, "
-            f"less than one accelerator takes ({compute.batches_per_sec:.1f}); {who}: measure the service path "
-            "on the real hosts"
-        )
 
+def _transfer_caution(limit: str | None, transfer: RateEstimate, compute: RateEstimate,
+                      transfer_worker_busy: float | None, transfer_client_busy: float | None) -> str:
+    """The caution when a constant batch through the service is slower than one accelerator takes."""
+    if limit == "worker":
+        who = "the worker serving it was the saturated one, so more workers may raise it"
+    elif limit is None:
+        who = "whose limit that is cannot be seen from here"
+    elif min(transfer_worker_busy, transfer_client_busy) >= SPARE_FRAC:
+        who = "the worker and the client were both near full, so it cannot be told whose limit that is"
+    else:
+        who = "neither the worker nor the client was saturated (latency may set the pace)"
+    return (
+        f"caution: a constant batch reached only {transfer.batches_per_sec:.1f} batches/s through the service, "
+        f"less than one accelerator takes ({compute.batches_per_sec:.1f}); {who}: measure the service path "
+        "on the real hosts"
+    )
+
+
+def _assumptions(compute_source: str, basis: str, checked: list[ScalingPoint], efficiency: float, remote: bool,
+                 host_cores: int, worker_cores: int | None, plans: list[AcceleratorPlan],
+                 transfer: RateEstimate | None, limit: str | None, transfer_worker_busy: float | None,
+                 transfer_client_busy: float | None) -> list[str]:
+    """What the plan assumes: the rates it rests on, the scaling, and the client's ceiling."""
     assumptions = [
         f"compute rate: {compute_source}",
         f"per-worker rate: {basis}; remote workers are assumed to have cores like this host's",
@@ -323,25 +373,7 @@ def plan_capacity(
         else:
             line += "; a network is slower, so the clients counts are a floor"
         assumptions.append(line)
-    return CapacityPlan(
-        compute_batches_per_sec=None if compute is None else compute.batches_per_sec,
-        compute_source=compute_source,
-        local_batches_per_sec=None if local is None else local.batches_per_sec,
-        per_worker_batches_per_sec=None if per_worker is None else per_worker.batches_per_sec,
-        per_worker_ci=None if per_worker is None or per_worker.low is None else (per_worker.low, per_worker.high),
-        per_worker_basis=basis,
-        worker_cores=worker_cores,
-        host_cores=host_cores,
-        transfer_batches_per_sec=None if transfer is None else transfer.batches_per_sec,
-        transfer_limit=limit,
-        scaling=tuple(scaling),
-        scaling_checked=bool(checked),
-        efficiency_used=efficiency,
-        accelerators=tuple(plans),
-        worth_it=worth,
-        reasons=tuple(reasons),
-        assumptions=tuple(assumptions),
-    )
+    return assumptions
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,53 @@ def recommend(
     `container`: this process's CPU and memory limits; a mode that ran at its CPU quota gets
     the fix that raises it (or moves the work off the host)."""
     fw = framework if framework in ("jax", "torch") else "tensorflow"
+    m = _measure(verdict, modes, changes, ablation)
+    if verdict.bottleneck == "memory" and verdict.facts.get("memory_source") == MEMORY_SOURCE_BUFFERS:
+        # More buffers (prefetch, parallel calls, a cache) are the wrong way: whatever the tuned
+        # mode gained in speed is not the problem here.
+        return Recommendation(tuple(_buffer_fixes(verdict, stages)), tuple(m.applied), tuple(m.withheld))
+    tried = tuple(m.applied)
+    if verdict.bottleneck == "input" or m.measured:
+        fixes, tried = _measured_fixes(verdict, m, changes, modes.get("tuned"), stages, slow_stage, scale_command)
+    elif verdict.bottleneck == "memory":
+        fixes = _memory_fixes(verdict, modes, fw, gpu_present, tf_gpu_without_memory_growth)
+    elif verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
+        fixes = _handover_fixes(verdict, fw)
+    elif verdict.bottleneck == "host":
+        fixes = _host_fixes(verdict, fw)
+    elif verdict.bottleneck == "compute":
+        fixes = _compute_fixes(verdict, fw, gpu_present)
+    else:
+        fixes = []
+    if m.measured and verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
+        fixes.extend(_handover_fixes(verdict, fw))  # after what the tuned mode measured
+    quota = _quota_fix(verdict, modes, container, scale_command)
+    if quota is not None:
+        fixes.append(quota)
+    return Recommendation(tuple(_under_contention(fixes, verdict)), tried, tuple(m.withheld))
+
+
+@dataclass
+class _Measured:
+    """What the tuned mode and its ablation measured of the applied changes, and the gains withheld."""
+
+    applied: list[Change]
+    together: Ratio | None  # the tuned mode against the pipeline: all applied changes together
+    together_gain: bool
+    effects: dict[str, ChangeEffect | None]
+    gains: list[Change]  # changes that gained alone
+    on_top: list[Change]  # changes that gained only on top of the others
+    withheld: list[str]
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.gains) or bool(self.on_top) or self.together_gain
+
+
+def _measure(verdict: Verdict, modes: dict[str, ModeSummary | None], changes: list[Change],
+             ablation: Ablation | None) -> _Measured:
+    """The applied changes' measured gains (alone, on top of the others, or together), each held to
+    gain_doubt; a gain in doubt is withheld with its reason."""
     pipeline, tuned = modes.get("pipeline"), modes.get("tuned")
     applied = [c for c in changes if c.applied]
     together = rate_ratio(tuned, pipeline)
@@ -149,117 +196,133 @@ def recommend(
             if not withheld:  # else the changes' own lines above already say it
                 withheld.append(f"the tuned pipeline ran {together.value:.2f}x the original, not taken as a gain: "
                                 f"{why}")
-    measured = bool(gains) or bool(on_top) or together_gain
+    return _Measured(applied, together, together_gain, effects, gains, on_top, withheld)
+
+
+def _buffer_fixes(verdict: Verdict, stages: Sequence[Stage]) -> list[Fix]:
+    """A smaller shuffle buffer for each buffer that is the verdict's stage or over its share of the budget."""
+    fixes: list[Fix] = []
+    budget = verdict.facts.get("ram_budget_bytes")
+    for b in sorted(shuffle_buffers(stages), key=lambda b: b.total_bytes, reverse=True):
+        if budget and (b.stage == verdict.stage or b.total_bytes > SUGGESTED_BUFFER_SHARE * budget):
+            fixes.append(_shuffle_buffer_fix(b, budget, verdict.facts.get("ram_budget_source")))
+    return fixes
+
+
+def _measured_fixes(verdict: Verdict, m: _Measured, changes: list[Change], tuned: ModeSummary | None,
+                    stages: Sequence[Stage], slow_stage: str | None,
+                    scale_command: str | None) -> tuple[list[Fix], tuple[Change, ...]]:
+    """The changes that gained (alone, on top, or all together), the ones offered unmeasured, and for an
+    input verdict the Python and service fixes; with the changes tried without a gain."""
     fixes: list[Fix] = []
     tried: tuple[Change, ...] = ()
-
-    if verdict.bottleneck == "memory" and verdict.facts.get("memory_source") == MEMORY_SOURCE_BUFFERS:
-        # More buffers (prefetch, parallel calls, a cache) are the wrong way: whatever the tuned
-        # mode gained in speed is not the problem here.
-        budget = verdict.facts.get("ram_budget_bytes")
-        for b in sorted(shuffle_buffers(stages), key=lambda b: b.total_bytes, reverse=True):
-            if budget and (b.stage == verdict.stage or b.total_bytes > SUGGESTED_BUFFER_SHARE * budget):
-                fixes.append(_shuffle_buffer_fix(b, budget, verdict.facts.get("ram_budget_source")))
-        return Recommendation(tuple(fixes), tuple(applied), tuple(withheld))
-    if verdict.bottleneck == "input" or measured:
-        if gains or on_top:
-            for c in sorted(gains, key=lambda c: effects[c.key].speedup, reverse=True):
-                e = effects[c.key]
-                fixes.append(_fix(c.kind, c.stage, _alone_basis(e, together, len(applied)), e.speedup, e.speedup_ci,
-                                  **c.details))
-            for c in sorted(on_top, key=lambda c: effects[c.key].without_speedup, reverse=True):
-                e = effects[c.key]
-                alone = "" if e.speedup is None else f"; alone {e.speedup:.2f}x"
-                fixes.append(_fix(c.kind, c.stage, f"measured on top of the other changes: all together ran "
-                                  f"{e.without_speedup:.2f}x the run without it{_interval(e.without_ci)}{alone}",
-                                  e.without_speedup, e.without_ci, **c.details))
-            tried = tuple(c for c in applied if c not in gains and c not in on_top)
-        elif together_gain:
-            alone_runs = any(e is not None and e.basis == "alone" for e in effects.values())
-            if len(applied) == 1:
-                note = ""
-            elif alone_runs:
-                note = f" (all {len(applied)} changes together; alone, none gained clearly)"
-            else:
-                note = f" (measured together with {len(applied) - 1} other change(s))"
-            ci = (together.low, together.high) if together.low is not None and together.high is not None else None
-            for c in applied:
-                fixes.append(
-                    _fix(
-                        c.kind, c.stage,
-                        f"measured: the tuned pipeline ran {together.value:.2f}x the original{_interval(ci)}{note}",
-                        together.value, (together.low, together.high), **c.details,
-                    )
-                )
-        else:
-            tried = tuple(applied)
-        for c in changes:
-            if c.kind == "cache" and not c.applied and c.reason and "snapshot" in c.reason:
-                fixes.append(_fix("snapshot", c.stage, f"not measured: {c.reason}", **c.details))
-            if c.kind == "decode_crop" and not c.applied and c.details.get("by_hand"):
-                # tensorflow-datasets' decode that pipediag could not move: the user skips it with decoders=
-                fixes.append(_fix("decode_crop", c.stage, f"not measured: pipediag could not rebuild the pipeline "
-                                  f"that way ({c.reason}); tfds' decoders= does it in your code", **c.details))
-        if verdict.bottleneck == "input":
-            fixes.extend(_python_fixes(verdict, stages, slow_stage, fixes))
-            service = _service_fix(verdict, tuned, stages, scale_command)
-            if service is not None:
-                fixes.append(service)
-    elif verdict.bottleneck == "memory":
-        oom = "oom_mode" in verdict.facts
-        what = "the step ran out of memory at this batch size" if oom else "memory is nearly full at this batch size"
-        fixes.append(_fix("batch_size", None, f"{what}; halve it",
-                          code="ds = ds.batch(BATCH_SIZE // 2)  # or keep it, with gradient accumulation below"))
-        fixes.append(_fix("gradient_accumulation", None, "keeps the effective batch size (and the training dynamics) "
-                          "while each step holds half the activations", framework=fw))
-        if gpu_present:
-            fixes.append(_fix("mixed_precision", None, "half-width activations need about half the memory", framework=fw))
-        if fw == "jax" and gpu_present:
-            fixes.append(_fix("allocator", None, _jax_allocator_basis(modes), framework=fw))
-        if fw == "torch" and gpu_present:
-            fixes.append(_fix("allocator", None, "not measured: fragmentation can fail an allocation that would fit",
-                              framework=fw))
-        if tf_gpu_without_memory_growth and fw == "tensorflow":
-            fixes.append(_fix("memory_growth", None, "TensorFlow reserves all GPU memory by default, hiding real use"))
-        if not measured:
-            tried = tuple(applied)
-    elif verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
-        fixes.extend(_handover_fixes(verdict, fw))
-        tried = tuple(applied)
-    elif verdict.bottleneck == "host":
-        small_kernels = verdict.facts.get("gpu_limit") == GPU_LIMIT_SMALL_KERNELS
-        why = ("not measured: the GPU is busy but its kernels fill few SMs; larger batches make larger kernels"
-               if small_kernels else "not measured: with free input the GPU is mostly idle; larger batches "
-               "spread the per-step overhead")
-        fixes.append(_fix("batch_size", None, why, code="ds = ds.batch(2 * BATCH_SIZE)"))
-        fixes.append(_fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches", framework=fw))
-        tried = tuple(applied)
-    elif verdict.bottleneck == "compute":
-        if verdict.facts.get("gpu_limit") == GPU_LIMIT_MEMORY_BANDWIDTH:
-            fixes.append(_fix("mixed_precision", None, "not measured: the step is memory-bandwidth-bound; 16-bit "
-                              "values halve the bytes each step moves", framework=fw))
-            fixes.append(_fix("xla", None, "not measured: fusing element-wise work keeps intermediates on chip "
-                              "instead of a round trip through DRAM each", framework=fw))
-        elif verdict.facts.get("gpu_underused"):
-            fixes.append(_fix("batch_size", None, "not measured: GPM shows most SMs idle while the step limits "
-                              "training; larger batches make larger kernels", code="ds = ds.batch(2 * BATCH_SIZE)"))
-            fixes.append(_fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches",
-                              framework=fw))
-        else:
-            if gpu_present:
-                fixes.append(_fix("mixed_precision", None, "not measured: the step is the limit; tensor cores run "
-                                  "bfloat16 several times faster than float32", framework=fw))
-            fixes.append(_fix("xla", None, "not measured: the step is the limit, not the input; input changes will "
-                              "not help", framework=fw))
-        tried = tuple(applied)
+    applied, effects, together = m.applied, m.effects, m.together
+    if m.gains or m.on_top:
+        for c in sorted(m.gains, key=lambda c: effects[c.key].speedup, reverse=True):
+            e = effects[c.key]
+            fixes.append(_fix(c.kind, c.stage, _alone_basis(e, together, len(applied)), e.speedup, e.speedup_ci,
+                              **c.details))
+        for c in sorted(m.on_top, key=lambda c: effects[c.key].without_speedup, reverse=True):
+            e = effects[c.key]
+            alone = "" if e.speedup is None else f"; alone {e.speedup:.2f}x"
+            fixes.append(_fix(c.kind, c.stage, f"measured on top of the other changes: all together ran "
+                              f"{e.without_speedup:.2f}x the run without it{_interval(e.without_ci)}{alone}",
+                              e.without_speedup, e.without_ci, **c.details))
+        tried = tuple(c for c in applied if c not in m.gains and c not in m.on_top)
+    elif m.together_gain:
+        fixes.extend(_together_fixes(m))
     else:
         tried = tuple(applied)
-    if measured and verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
-        fixes.extend(_handover_fixes(verdict, fw))  # after what the tuned mode measured
-    quota = _quota_fix(verdict, modes, container, scale_command)
-    if quota is not None:
-        fixes.append(quota)
-    return Recommendation(tuple(_under_contention(fixes, verdict)), tried, tuple(withheld))
+    for c in changes:
+        if c.kind == "cache" and not c.applied and c.reason and "snapshot" in c.reason:
+            fixes.append(_fix("snapshot", c.stage, f"not measured: {c.reason}", **c.details))
+        if c.kind == "decode_crop" and not c.applied and c.details.get("by_hand"):
+            # tensorflow-datasets' decode that pipediag could not move: the user skips it with decoders=
+            fixes.append(_fix("decode_crop", c.stage, f"not measured: pipediag could not rebuild the pipeline "
+                              f"that way ({c.reason}); tfds' decoders= does it in your code", **c.details))
+    if verdict.bottleneck == "input":
+        fixes.extend(_python_fixes(verdict, stages, slow_stage, fixes))
+        service = _service_fix(verdict, tuned, stages, scale_command)
+        if service is not None:
+            fixes.append(service)
+    return fixes, tried
+
+
+def _together_fixes(m: _Measured) -> list[Fix]:
+    """Every applied change, backed by the tuned pipeline's speedup with all of them together."""
+    applied, together = m.applied, m.together
+    alone_runs = any(e is not None and e.basis == "alone" for e in m.effects.values())
+    if len(applied) == 1:
+        note = ""
+    elif alone_runs:
+        note = f" (all {len(applied)} changes together; alone, none gained clearly)"
+    else:
+        note = f" (measured together with {len(applied) - 1} other change(s))"
+    ci = (together.low, together.high) if together.low is not None and together.high is not None else None
+    return [
+        _fix(
+            c.kind, c.stage,
+            f"measured: the tuned pipeline ran {together.value:.2f}x the original{_interval(ci)}{note}",
+            together.value, (together.low, together.high), **c.details,
+        )
+        for c in applied
+    ]
+
+
+def _memory_fixes(verdict: Verdict, modes: dict[str, ModeSummary | None], fw: str, gpu_present: bool,
+                  tf_gpu_without_memory_growth: bool) -> list[Fix]:
+    """Out of (or nearly out of) memory: a smaller batch, gradient accumulation, and the framework's memory levers."""
+    fixes: list[Fix] = []
+    oom = "oom_mode" in verdict.facts
+    what = "the step ran out of memory at this batch size" if oom else "memory is nearly full at this batch size"
+    fixes.append(_fix("batch_size", None, f"{what}; halve it",
+                      code="ds = ds.batch(BATCH_SIZE // 2)  # or keep it, with gradient accumulation below"))
+    fixes.append(_fix("gradient_accumulation", None, "keeps the effective batch size (and the training dynamics) "
+                      "while each step holds half the activations", framework=fw))
+    if gpu_present:
+        fixes.append(_fix("mixed_precision", None, "half-width activations need about half the memory", framework=fw))
+    if fw == "jax" and gpu_present:
+        fixes.append(_fix("allocator", None, _jax_allocator_basis(modes), framework=fw))
+    if fw == "torch" and gpu_present:
+        fixes.append(_fix("allocator", None, "not measured: fragmentation can fail an allocation that would fit",
+                          framework=fw))
+    if tf_gpu_without_memory_growth and fw == "tensorflow":
+        fixes.append(_fix("memory_growth", None, "TensorFlow reserves all GPU memory by default, hiding real use"))
+    return fixes
+
+
+def _host_fixes(verdict: Verdict, fw: str) -> list[Fix]:
+    """Host-bound (per-step overhead or small kernels): larger batches and XLA."""
+    small_kernels = verdict.facts.get("gpu_limit") == GPU_LIMIT_SMALL_KERNELS
+    why = ("not measured: the GPU is busy but its kernels fill few SMs; larger batches make larger kernels"
+           if small_kernels else "not measured: with free input the GPU is mostly idle; larger batches "
+           "spread the per-step overhead")
+    return [
+        _fix("batch_size", None, why, code="ds = ds.batch(2 * BATCH_SIZE)"),
+        _fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches", framework=fw),
+    ]
+
+
+def _compute_fixes(verdict: Verdict, fw: str, gpu_present: bool) -> list[Fix]:
+    """Compute-bound: fixes to the step by what limits the GPU (memory bandwidth, idle SMs, or the math)."""
+    fixes: list[Fix] = []
+    if verdict.facts.get("gpu_limit") == GPU_LIMIT_MEMORY_BANDWIDTH:
+        fixes.append(_fix("mixed_precision", None, "not measured: the step is memory-bandwidth-bound; 16-bit "
+                          "values halve the bytes each step moves", framework=fw))
+        fixes.append(_fix("xla", None, "not measured: fusing element-wise work keeps intermediates on chip "
+                          "instead of a round trip through DRAM each", framework=fw))
+    elif verdict.facts.get("gpu_underused"):
+        fixes.append(_fix("batch_size", None, "not measured: GPM shows most SMs idle while the step limits "
+                          "training; larger batches make larger kernels", code="ds = ds.batch(2 * BATCH_SIZE)"))
+        fixes.append(_fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches",
+                          framework=fw))
+    else:
+        if gpu_present:
+            fixes.append(_fix("mixed_precision", None, "not measured: the step is the limit; tensor cores run "
+                              "bfloat16 several times faster than float32", framework=fw))
+        fixes.append(_fix("xla", None, "not measured: the step is the limit, not the input; input changes will "
+                          "not help", framework=fw))
+    return fixes
 
 
 def _busy_text(cpu) -> str:

@@ -334,58 +334,86 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
     final prefetch."""
     wanted = set(keys)
     chosen = {c.key: c for c in plan.changes if c.applied and c.key in wanted}
-    result: dict[str, Change] = {}
-
-    def outcome(change: Change) -> None:
-        result[change.key] = change
-
     if plan.graph is None:
-        tuned = plan.dataset
-        if any(c.kind == "prefetch" for c in chosen.values()):
-            tuned = tuned.prefetch(tf.data.AUTOTUNE)
-        threading = next((c for c in chosen.values() if c.kind == "threading"), None)
-        tuned = tuned.with_options(_options(threading is not None))
-        return TunedPipeline(tuned, _merge(plan, chosen, chosen), [], None, list(plan.notes))
-
-    graph = plan.graph.copy()
+        return _build_without_graph(plan, chosen)
+    result: dict[str, Change] = {}  # Change.key -> the change as this build applied (or skipped) it
     stages = {s.node: s for s in plan.stages}
+    graph = _edit_stages(plan.graph.copy(), plan, chosen, stages, result)
+    graph = _splice_stages(graph, plan, chosen, stages, result)
+    graph, cache_fill_ns = _add_cache(graph, plan, chosen, clock_ns, guard, result)
+    prefetch = next((c for c in chosen.values() if c.kind == "prefetch"), None)
+    if prefetch is not None:
+        graph.splice_over(graph.output, lambda d: d.prefetch(tf.data.AUTOTUNE), "prefetch")
+        result[prefetch.key] = prefetch
+    threading = next((c for c in chosen.values() if c.kind == "threading"), None)
+    if threading is not None:
+        result[threading.key] = threading
+    tuned = graph.to_dataset().with_options(_options(threading is not None))
+    return TunedPipeline(tuned, _merge(plan, chosen, result), plan.stages, cache_fill_ns, list(plan.notes))
+
+
+def _build_without_graph(plan: TuningPlan, chosen: dict[str, Change]) -> TunedPipeline:
+    """No graph to rewrite: only the final prefetch and the threading options can be applied."""
+    tuned = plan.dataset
+    if any(c.kind == "prefetch" for c in chosen.values()):
+        tuned = tuned.prefetch(tf.data.AUTOTUNE)
+    threading = next((c for c in chosen.values() if c.kind == "threading"), None)
+    tuned = tuned.with_options(_options(threading is not None))
+    return TunedPipeline(tuned, _merge(plan, chosen, chosen), [], None, list(plan.notes))
+
+
+def _edit_stages(graph: PipelineGraph, plan: TuningPlan, chosen: dict[str, Change], stages: dict[str, Stage],
+                 result: dict[str, Change]) -> PipelineGraph:
+    """The in-place edits of a stage: parallel map, decode only the crop window, parallel interleave."""
     for change in chosen.values():
         if change.kind == "parallel_map":
             _make_parallel_map(graph, change.node)
-            outcome(change)
+            result[change.key] = change
         elif change.kind == "decode_crop":
-            across = change.details.get("decode_stage") is not None
-            site = decode_crop.find_across(graph, change.node) if across else decode_crop.find_in_stage(graph, change.node)
-            if not isinstance(site, (decode_crop.Site, decode_crop.AcrossSite)):
-                outcome(change.skipped(site or "its decode_jpeg was not found again"))
-                continue
-            before = graph.copy()
-            try:
-                if across:
-                    decode_crop.rewrite_across(graph, site)
-                    graph.to_dataset()  # it edits several stages: TensorFlow must accept the graph now
-                else:
-                    decode_crop.rewrite(graph, change.node, site)
-                    graph.to_dataset()  # a cond's branches may be rewritten too: TensorFlow must accept it now
-            except GraphError as error:
-                graph = before
-                # tfds' decode could not be moved here; the user can still skip it by hand (decoders=)
-                outcome(change.skipped(str(error), by_hand=bool(change.details.get("tfds"))))
-            else:
-                outcome(change)
+            graph = _apply_decode_crop(graph, change, result)
         elif change.kind == "interleave" and stages[change.node].kind == "interleave":
             _make_parallel_interleave(graph, change.node)
-            outcome(change)
+            result[change.key] = change
         elif change.kind == "interleave" and stages[change.node].op == "FlatMapDataset":
             stage = stages[change.node]
             _flat_map_to_interleave(graph, change.node, cycle_length=min(stage.source_files, 2 * plan.facts.cores))
-            outcome(change)
+            result[change.key] = change
+    return graph
+
+
+def _apply_decode_crop(graph: PipelineGraph, change: Change, result: dict[str, Change]) -> PipelineGraph:
+    """Decode only the crop's window, in one stage or across two; the graph as it was if TensorFlow refuses it."""
+    across = change.details.get("decode_stage") is not None
+    site = decode_crop.find_across(graph, change.node) if across else decode_crop.find_in_stage(graph, change.node)
+    if not isinstance(site, (decode_crop.Site, decode_crop.AcrossSite)):
+        result[change.key] = change.skipped(site or "its decode_jpeg was not found again")
+        return graph
+    before = graph.copy()
+    try:
+        if across:
+            decode_crop.rewrite_across(graph, site)
+            graph.to_dataset()  # it edits several stages: TensorFlow must accept the graph now
+        else:
+            decode_crop.rewrite(graph, change.node, site)
+            graph.to_dataset()  # a cond's branches may be rewritten too: TensorFlow must accept it now
+    except GraphError as error:
+        # tfds' decode could not be moved here; the user can still skip it by hand (decoders=)
+        result[change.key] = change.skipped(str(error), by_hand=bool(change.details.get("tfds")))
+        return before
+    result[change.key] = change
+    return graph
+
+
+def _splice_stages(graph: PipelineGraph, plan: TuningPlan, chosen: dict[str, Change], stages: dict[str, Stage],
+                   result: dict[str, Change]) -> PipelineGraph:
+    """The splices: the file interleave, the CSV read as lines, batch-before-map; a change TensorFlow
+    refuses is skipped with its error."""
     for change in chosen.values():
         try:
             if change.kind == "interleave" and change.key not in result:
                 transform = _file_interleave(graph, stages[change.node], plan.facts.cores)
                 graph.splice_over(change.node, transform, "interleave", keep_upstream=False)
-                outcome(change)
+                result[change.key] = change
             elif change.kind == "vectorize_map" and change.details.get("form") == "csv":
                 before = graph.copy()
                 try:
@@ -394,39 +422,33 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
                 except GraphError:
                     graph = before
                     raise
-                outcome(change)
+                result[change.key] = change
             elif change.kind == "vectorize_map":
                 _vectorize(graph, change, plan.functions)
-                outcome(change)
+                result[change.key] = change
         except GraphError as error:
-            outcome(change.skipped(str(error)))
+            result[change.key] = change.skipped(str(error))
+    return graph
 
-    cache_fill_ns = None
+
+def _add_cache(graph: PipelineGraph, plan: TuningPlan, chosen: dict[str, Change], clock_ns: Callable[[], int],
+               guard: Callable[..., Any] | None, result: dict[str, Change]) -> tuple[PipelineGraph, int | None]:
+    """The cache, filled here once and timed; the graph without it when it cannot be filled in budget."""
     cache = next((c for c in chosen.values() if c.kind == "cache"), None)
-    if cache is not None:
-        if cache.node not in graph.nodes:
-            outcome(cache.skipped("its stage was rewritten by another change"))
-        else:
-            without_cache = graph.copy()
-            cached = graph.splice_over(cache.node, lambda d: d.cache(), "cache")
-            limit_s = 2 * plan.facts.fill_budget_seconds
-            cache_fill_ns, why = fill_cache(graph.cut(cached), limit_s, plan.facts.ram_budget_bytes, clock_ns,
-                                            guard=guard)
-            if cache_fill_ns is None:
-                graph = without_cache
-                outcome(cache.skipped(why))
-            else:
-                outcome(Change(**{**cache.to_dict(), "details": {**cache.details, "fill_ns": cache_fill_ns}}))
-
-    prefetch = next((c for c in chosen.values() if c.kind == "prefetch"), None)
-    if prefetch is not None:
-        graph.splice_over(graph.output, lambda d: d.prefetch(tf.data.AUTOTUNE), "prefetch")
-        outcome(prefetch)
-    threading = next((c for c in chosen.values() if c.kind == "threading"), None)
-    if threading is not None:
-        outcome(threading)
-    tuned = graph.to_dataset().with_options(_options(threading is not None))
-    return TunedPipeline(tuned, _merge(plan, chosen, result), plan.stages, cache_fill_ns, list(plan.notes))
+    if cache is None:
+        return graph, None
+    if cache.node not in graph.nodes:
+        result[cache.key] = cache.skipped("its stage was rewritten by another change")
+        return graph, None
+    without_cache = graph.copy()
+    cached = graph.splice_over(cache.node, lambda d: d.cache(), "cache")
+    limit_s = 2 * plan.facts.fill_budget_seconds
+    cache_fill_ns, why = fill_cache(graph.cut(cached), limit_s, plan.facts.ram_budget_bytes, clock_ns, guard=guard)
+    if cache_fill_ns is None:
+        result[cache.key] = cache.skipped(why)
+        return without_cache, None
+    result[cache.key] = Change(**{**cache.to_dict(), "details": {**cache.details, "fill_ns": cache_fill_ns}})
+    return graph, cache_fill_ns
 
 
 def _merge(plan: TuningPlan, chosen: dict[str, Change], result: dict[str, Change]) -> list[Change]:

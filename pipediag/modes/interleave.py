@@ -158,7 +158,7 @@ def run_rounds(
 
     `a` is None when comparing against a saved run: `baseline` then holds its runs per kind.
     `dispatch` (a JAX or PyTorch step): fed turns keep one step in flight while fetching, as
-    diagnose does (runner.Overlapped); without a synthetic run each fetch counts whole as wait.
+    diagnose does (modes.stepping.Overlapped); without a synthetic run each fetch counts whole as wait.
     `watchdog` (modes.watchdog.Watchdog): every turn's batches and steps run under its deadline;
     a turn that stalls ends the rounds (stop_reason "stalled", `failed_side` names whose turn).
     """

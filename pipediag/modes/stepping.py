@@ -43,11 +43,7 @@ class Clocked:
     shape: Any = None  # the last batch's shapes (batch_shape)
 
     def one(self) -> tuple[int, int]:
-        t0 = self.clock_ns()
-        self.doing = "fetch"
-        batch = self._fetch()
-        t1 = self.clock_ns()
-        self.shape = batch_shape(batch)
+        t0, t1, batch = self._fetch_timed()
         if self.step is not None:
             self.doing = "step"
             self._guard(lambda: self.step(batch))
@@ -56,6 +52,15 @@ class Clocked:
 
     def drain(self) -> int:
         return 0
+
+    def _fetch_timed(self) -> tuple[int, int, Any]:
+        """The next batch on the clock: (start, end, batch), its shapes recorded."""
+        t0 = self.clock_ns()
+        self.doing = "fetch"
+        batch = self._fetch()
+        t1 = self.clock_ns()
+        self.shape = batch_shape(batch)
+        return t0, t1, batch
 
     def _fetch(self) -> Any:
         try:
@@ -102,11 +107,7 @@ class Overlapped(Clocked):
         self.last = (0, 0)  # the last step's (fetch, block) nanoseconds
 
     def one(self) -> tuple[int, int]:
-        t0 = self.clock_ns()
-        self.doing = "fetch"
-        batch = self._fetch()
-        t1 = self.clock_ns()
-        self.shape = batch_shape(batch)
+        t0, t1, batch = self._fetch_timed()
         self.drain()
         t2 = self.clock_ns()
         self.doing = "step"

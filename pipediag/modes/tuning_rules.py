@@ -58,6 +58,7 @@ Pure: stages in, `Change`s out. The rules, and why:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pipediag.builder.stages import Stage
 from pipediag.modes.changes import Change
@@ -95,24 +96,28 @@ class TuningFacts:
     default_threads: int | None = None
 
 
+def _at(s: Stage, kind: str, description: str, *, applied: bool = True, **fields: Any) -> Change:
+    """A change of `kind` at stage `s` (its label and node)."""
+    return Change(kind=kind, stage=s.label, node=s.node, description=description, applied=applied, **fields)
+
+
+def _per_element_draws(change: Change) -> Change:
+    """The change, noting that its stage draws random numbers per element (so must the rewrite)."""
+    return Change(**{**change.to_dict(), "details": {**change.details, "draws": "per_element"}})
+
+
 def parallel_map_changes(stages: list[Stage], facts: TuningFacts) -> list[Change]:
     changes = []
     for s in stages:
         if s.kind != "map":
             continue
-        change = Change(
-            kind="parallel_map",
-            stage=s.label,
-            node=s.node,
-            description=f"{s.label}: num_parallel_calls=AUTOTUNE, deterministic order (was serial)",
-            applied=True,
-        )
+        change = _at(s, "parallel_map", f"{s.label}: num_parallel_calls=AUTOTUNE, deterministic order (was serial)")
         if s.writes_state:
             changes.append(change.skipped("its function writes state (variables or tables): parallel calls would change results"))
         elif not (s.is_random or s.has_py_function) and facts.map_parallelization_on:
             changes.append(change.skipped("stateless: TensorFlow's map_parallelization already runs it in parallel"))
         elif s.is_random:
-            changes.append(Change(**{**change.to_dict(), "details": {**change.details, "draws": "per_element"}}))
+            changes.append(_per_element_draws(change))
         else:
             changes.append(change)
     return changes
@@ -122,26 +127,14 @@ def interleave_changes(stages: list[Stage]) -> list[Change]:
     changes = []
     for s in stages:
         if s.kind == "interleave":
-            changes.append(
-                Change(
-                    kind="interleave",
-                    stage=s.label,
-                    node=s.node,
-                    description=f"{s.label}: num_parallel_calls=AUTOTUNE (was serial); output order unchanged",
-                    applied=not s.writes_state,
-                    reason="its function writes state" if s.writes_state else None,
-                )
-            )
+            changes.append(_at(s, "interleave", f"{s.label}: num_parallel_calls=AUTOTUNE (was serial); output order unchanged",
+                               applied=not s.writes_state,
+                               reason="its function writes state" if s.writes_state else None))
         elif s.kind == "source" and s.reader and (s.source_files or 0) > 1:
             shuffled_later = any(t.kind == "shuffle" for t in stages if t.index > s.index)
-            change = Change(
-                kind="interleave",
-                stage=s.label,
-                node=s.node,
-                description=f"{s.reader} over {s.source_files} files: read several at once with a parallel interleave",
-                applied=True,
-                details={"files": s.source_files},
-            )
+            change = _at(s, "interleave",
+                         f"{s.reader} over {s.source_files} files: read several at once with a parallel interleave",
+                         details={"files": s.source_files})
             changes.append(
                 change if shuffled_later else change.skipped("no shuffle follows, and interleaving files changes the order")
             )
@@ -449,14 +442,9 @@ def vectorize_changes(stages: list[Stage], cached_upto: int | None = None,
         if s.kind not in ("map", "parallel_map") or after.op not in VECTORIZE_BATCH_OPS or not s.function:
             continue
         size = after.buffer_size
-        change = Change(
-            kind="vectorize_map",
-            stage=s.label,
-            node=s.node,
-            description=f"{after.label} before {s.label}: {s.function} runs once per batch instead of once per element",
-            applied=True,
-            details={"batch_node": after.node, "batch_size": size, "function": s.function},
-        )
+        change = _at(s, "vectorize_map",
+                     f"{after.label} before {s.label}: {s.function} runs once per batch instead of once per element",
+                     details={"batch_node": after.node, "batch_size": size, "function": s.function})
         per_call = (draws or {}).get(s.node, "it draws random numbers: one draw per batch would differ from one per element")
         if s.is_random and per_call is not None:
             changes.append(change.skipped(per_call))
@@ -469,7 +457,7 @@ def vectorize_changes(stages: list[Stage], cached_upto: int | None = None,
         elif cached_upto is not None and s.index <= cached_upto:
             changes.append(change.skipped("its output is cached: its work is done once, not every epoch"))
         elif s.is_random:
-            changes.append(Change(**{**change.to_dict(), "details": {**change.details, "draws": "per_element"}}))
+            changes.append(_per_element_draws(change))
         else:
             changes.append(change)
     return changes

@@ -13,6 +13,7 @@ from pipediag.backends.tf import tf
 from pipediag.builder.dataset import INFINITE, UNKNOWN, cardinality
 from pipediag.builder.graph import PipelineGraph
 from pipediag.builder.stages import Stage
+from pipediag.modes import cache_rules
 from pipediag.modes import tuning_rules as rules
 
 
@@ -59,7 +60,7 @@ def _count_cut(cut, node: str, facts: rules.TuningFacts, clock_ns: Callable[[], 
             elements += int(chunk.size)
             total += int(chunk.sum())
         seconds = (clock_ns() - start) / 1e9
-        stop = rules.counting_verdict(elements, total, seconds, done, facts)
+        stop = cache_rules.counting_verdict(elements, total, seconds, done, facts)
         if stop is not None:
             return rules.CacheEstimate(node, None, total / elements if elements else None, None, unknown_reason=stop)
         if done:

@@ -22,6 +22,7 @@ from pipediag.builder.functions import UserFunction, user_functions
 from pipediag.builder.graph import GraphError, PipelineGraph
 from pipediag.builder.stages import Stage
 from pipediag.modes import batch_csv, decode_crop
+from pipediag.modes import cache_rules
 from pipediag.modes import tuning_rules as rules
 from pipediag.modes.cache_fill import estimate_cache, fill_cache
 from pipediag.modes.changes import Change
@@ -167,16 +168,16 @@ def plan_tuning(
     changes += _decode_crop_changes(graph, stages)
     csv = _batch_csv_changes(graph, stages)
     changes += csv
-    point = rules.cache_point(stages)
+    point = cache_rules.cache_point(stages)
     csv_at_point = next((c for c in csv if c.applied and point is not None and c.node == point.stage.node), None)
     cache = None
     if point is not None and point.already_cached:
-        changes.append(rules.already_cached_change(point))
+        changes.append(cache_rules.already_cached_change(point))
     elif point is not None and csv_at_point is not None:
-        changes.append(rules.cache_at_csv_reader(point, csv_at_point))
+        changes.append(cache_rules.cache_at_csv_reader(point, csv_at_point))
     elif point is not None:
         estimate = estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, stages, facts, clock_ns)
-        cache = rules.cache_change(point, estimate, facts)
+        cache = cache_rules.cache_change(point, estimate, facts)
         changes.append(cache)
     chain = [s.node for s in stages]
     changes = [rules.decode_crop_under_cache(c, cache, chain) if c.kind == "decode_crop" else c for c in changes]

@@ -21,7 +21,7 @@ from pipediag.builder.dataset import cardinality
 from pipediag.builder.functions import UserFunction, user_functions
 from pipediag.builder.graph import GraphError, PipelineGraph
 from pipediag.builder.stages import Stage
-from pipediag.modes import batch_csv, decode_crop
+from pipediag.modes import batch_csv, decode_crop, decode_crop_across, decode_crop_rewrite
 from pipediag.modes import cache_rules
 from pipediag.modes import tuning_rules as rules
 from pipediag.modes.cache_fill import estimate_cache, fill_cache
@@ -106,7 +106,7 @@ def _decode_crop_changes(graph: PipelineGraph, stages: list[Stage]) -> list[Chan
         elif found is not None:
             changes.append(rules.decode_crop_change(s, found))
         else:  # the stage decodes nothing itself: does it crop what an earlier stage decoded?
-            across = decode_crop.find_across(graph, s.node)
+            across = decode_crop_across.find_across(graph, s.node)
             if isinstance(across, decode_crop.AcrossSite):
                 decoder = next(t for t in stages if t.node == across.decode_node)
                 changes.append(rules.decode_crop_change(s, None, across.crop_size, decoder, across.tfds, across.feature))
@@ -250,17 +250,17 @@ def _edit_stages(graph: PipelineGraph, plan: TuningPlan, chosen: dict[str, Chang
 def _apply_decode_crop(graph: PipelineGraph, change: Change, result: dict[str, Change]) -> PipelineGraph:
     """Decode only the crop's window, in one stage or across two; the graph as it was if TensorFlow refuses it."""
     across = change.details.get("decode_stage") is not None
-    site = decode_crop.find_across(graph, change.node) if across else decode_crop.find_in_stage(graph, change.node)
+    site = decode_crop_across.find_across(graph, change.node) if across else decode_crop.find_in_stage(graph, change.node)
     if not isinstance(site, (decode_crop.Site, decode_crop.AcrossSite)):
         result[change.key] = change.skipped(site or "its decode_jpeg was not found again")
         return graph
     before = graph.copy()
     try:
         if across:
-            decode_crop.rewrite_across(graph, site)
+            decode_crop_rewrite.rewrite_across(graph, site)
             graph.to_dataset()  # it edits several stages: TensorFlow must accept the graph now
         else:
-            decode_crop.rewrite(graph, change.node, site)
+            decode_crop_rewrite.rewrite(graph, change.node, site)
             graph.to_dataset()  # a cond's branches may be rewritten too: TensorFlow must accept it now
     except GraphError as error:
         # tfds' decode could not be moved here; the user can still skip it by hand (decoders=)

@@ -22,7 +22,7 @@ from pipediag.builder.functions import UserFunction, user_functions
 from pipediag.builder.graph import GraphError, PipelineGraph
 from pipediag.builder.stages import Stage
 from pipediag.modes import batch_csv, decode_crop, decode_crop_across, decode_crop_rewrite
-from pipediag.modes import cache_rules
+from pipediag.modes import cache_rules, csv_scan
 from pipediag.modes import tuning_rules as rules
 from pipediag.modes.cache_fill import estimate_cache, fill_cache
 from pipediag.modes.changes import Change
@@ -125,7 +125,7 @@ def _csv_change(graph: PipelineGraph, stages: list[Stage], reader: Stage, batch:
     if isinstance(site, str):
         return rules.batch_csv_change(reader, batch, site)
     between = [s.label for s in stages if s.node in site.between]
-    scan = batch_csv.scan_quoted_newlines(batch_csv.file_names(graph, site), site.use_quote_delim)
+    scan = csv_scan.scan_quoted_newlines(csv_scan.file_names(graph, site), site.use_quote_delim)
     return rules.batch_csv_change(reader, batch, None, scan, {**site.snippet_details(), "between": between})
 
 

@@ -156,15 +156,21 @@ def cache_change(point: CachePoint, estimate: CacheEstimate, facts: TuningFacts)
     return change
 
 
-def already_cached_change(point: CachePoint) -> Change:
+def _cache_left_out(point: CachePoint, reason: str) -> Change:
+    """The cache at `point`, left out for `reason`."""
     return Change(
         kind="cache",
         stage=point.stage.label,
         node=point.node,
         description=f"cache() after {point.stage.label} (the last deterministic stage), in memory",
         applied=False,
-        reason=f"the pipeline already caches there ({point.existing.label} right after {point.stage.label})",
+        reason=reason,
     )
+
+
+def already_cached_change(point: CachePoint) -> Change:
+    return _cache_left_out(point, f"the pipeline already caches there ({point.existing.label} right after "
+                                  f"{point.stage.label})")
 
 
 def counting_verdict(elements: int, total_bytes: float, seconds: float, done: bool,
@@ -188,12 +194,6 @@ def cache_at_csv_reader(point: CachePoint, csv: Change) -> Change:
     only other thing it could hold, still moves every row as one tensor per column through the
     shuffle and the batch each epoch, the per-row cost the CSV change removes. Filling it also
     costs one whole row-by-row pass (tf_csv: the counting pass and a 20 s fill that did not end)."""
-    return Change(
-        kind="cache",
-        stage=point.stage.label,
-        node=point.node,
-        description=f"cache() after {point.stage.label} (the last deterministic stage), in memory",
-        applied=False,
-        reason=(f"{csv.stage} is read as lines and parsed after the batch instead (vectorize_map): a cache there "
-                "would hold unparsed lines, and one of parsed rows would still move them row by row every epoch"),
-    )
+    return _cache_left_out(point, f"{csv.stage} is read as lines and parsed after the batch instead (vectorize_map): a "
+                                  "cache there would hold unparsed lines, and one of parsed rows would still move them "
+                                  "row by row every epoch")

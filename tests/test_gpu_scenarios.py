@@ -81,7 +81,7 @@ def test_torch_scenario_trains_on_its_py_function_pipeline_and_the_expert_form_m
 
 def test_tiny_step_pipeline_is_in_memory_so_no_cache_is_planned():
     from pipediag.builder.graph import PipelineGraph
-    from pipediag.modes.tuning_rules import cache_point
+    from pipediag.modes.cache_rules import cache_point
 
     module = load("tiny_step")
     stages = PipelineGraph.from_dataset(module.make_dataset()).stages()

@@ -28,10 +28,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipediag.analysis.modes import ModeSummary
+from pipediag.analysis.capacity_reasons import plan_assumptions, transfer_caution, worth_it
+from pipediag.analysis.service_transfer import transfer_limit
+from pipediag.analysis.service_transfer import worker_busy as worker_busy  # scale.py imports it from here
 
 SCALING_MIN_EFFICIENCY = 0.7  # a worker added less than 70% of a worker: the limit is elsewhere
-BUSY_FRAC = 0.85  # busy this share of its cores (a worker) or of one core (the client): saturated, as for a host
-SPARE_FRAC = 0.7  # below this share, idle at least 30% of the time: clearly not the limit
 
 OWN_CORES = "own_cores"  # every worker has its own cores, and one core is left for the client
 SHARES_CLIENT_CORES = "shares_client_cores"  # workers fill all cores: the client and step squeeze in
@@ -187,142 +188,20 @@ def plan_capacity(
 ) -> CapacityPlan:
     per_worker, basis = _per_worker(counts, remote, remote_workers, worker_cores, host_cores)
     limit = transfer_limit(transfer_worker_busy, transfer_client_busy)
-
-    scaling: list[ScalingPoint] = []
-    if not remote and per_worker is not None:
-        for c in sorted((c for c in counts if c.workers is not None), key=lambda c: c.workers):
-            where = placement(c.workers, worker_cores, host_cores)
-            eff = eff_high = None
-            if c.rate is not None:
-                eff = c.rate.batches_per_sec / (c.workers * per_worker.batches_per_sec)
-                if c.rate.high is not None and per_worker.low:
-                    eff_high = c.rate.high / (c.workers * per_worker.low)
-            scaling.append(ScalingPoint(c.workers, where, None if c.rate is None else c.rate.batches_per_sec, eff, eff_high))
+    scaling = [] if remote or per_worker is None else _scaling_points(counts, per_worker, worker_cores, host_cores)
     checked = [p for p in scaling if p.workers >= 2 and p.placement == OWN_CORES and p.efficiency is not None]
     does_not_scale = [p for p in checked if p.efficiency_high is not None and p.efficiency_high < SCALING_MIN_EFFICIENCY]
     efficiency = min([1.0] + [p.efficiency for p in checked])
-
-    plans = []
-    for a in sorted(set(accelerators)):
-        demand = None if compute is None else a * compute.batches_per_sec
-        keeps_up = None
-        if demand is not None and local is not None:
-            keeps_up = (local.low if local.low is not None else local.batches_per_sec) >= demand
-        workers = conservative = None
-        if demand is not None and per_worker is not None:
-            workers = _ceil(demand / (per_worker.batches_per_sec * efficiency))
-            if per_worker.low:
-                conservative = _ceil(demand / (per_worker.low * efficiency))
-        clients = None
-        if demand is not None and transfer is not None:
-            clients = _ceil(demand / transfer.batches_per_sec)
-        k = worker_cores or None
-        plans.append(AcceleratorPlan(
-            accelerators=a,
-            demand_batches_per_sec=demand,
-            local_keeps_up=keeps_up,
-            workers=workers,
-            workers_conservative=conservative,
-            cores=None if workers is None or k is None else workers * k,
-            cores_conservative=None if conservative is None or k is None else conservative * k,
-            clients=clients,
-        ))
-
+    plans = [_accelerator_plan(a, compute, local, per_worker, efficiency, transfer, worker_cores)
+             for a in sorted(set(accelerators))]
     short_transfer = (compute is not None and transfer is not None and transfer.high is not None
                       and transfer.high < compute.batches_per_sec)
-    reasons: list[str] = []
-    if compute is None:
-        worth = "unknown"
-        reasons.append("no compute rate: the step was not measured with free input")
-    elif per_worker is None:
-        worth = "unknown"
-        reasons.append(f"no per-worker rate: {basis}")
-    elif local is not None and plans and all(p.local_keeps_up for p in plans):
-        worth = "not_needed"
-        largest = plans[-1]
-        reasons.append(
-            f"this host's own pipeline delivers {local.batches_per_sec:.1f} batches/s, at least the "
-            f"{largest.demand_batches_per_sec:.1f} batches/s that {largest.accelerators} accelerator(s) take: "
-            "the service would add machines and a network hop, not speed"
-        )
-    elif does_not_scale:
-        worth = "does_not_scale"
-        worst = min(does_not_scale, key=lambda p: p.efficiency)
-        reasons.append(
-            f"{worst.workers} workers, each on cores of its own, delivered {worst.batches_per_sec:.1f} batches/s = "
-            f"{worst.efficiency:.0%} of {worst.workers} × the single worker's rate (at most {worst.efficiency_high:.0%}): "
-            "adding workers does not add throughput, so the limit is not the workers' CPU (the client, the dispatcher "
-            "or the network)"
-        )
-    elif short_transfer and limit == "client":
-        worth = "transfer_bound"
-        reasons.append(
-            f"one client received at most {transfer.batches_per_sec:.1f} batches/s through the service even with "
-            f"a constant batch, less than one accelerator takes ({compute.batches_per_sec:.1f}): "
-            "no worker count helps; fewer bytes per batch (e.g. uint8 images, converted on the accelerator) "
-            "or several clients would"
-        )
-    else:
-        worth = "yes"
-        short = [p for p in plans if p.local_keeps_up is False]
-        if local is None:
-            reasons.append("this host's own pipeline was not measured")
-        elif short:
-            reasons.append(
-                f"this host's own pipeline ({local.batches_per_sec:.1f} batches/s) cannot feed "
-                + ", ".join(str(p.accelerators) for p in short) + " accelerator(s)"
-            )
-        fed = [p for p in plans if p.local_keeps_up]
-        if fed:
-            reasons.append("this host alone feeds " + ", ".join(str(p.accelerators) for p in fed)
-                           + " accelerator(s): the service is needed only beyond that")
-
+    worth, reasons = worth_it(compute, per_worker, basis, local, plans, does_not_scale, transfer,
+                            client_limited=short_transfer and limit == "client")
     if short_transfer and worth != "transfer_bound":
-        if limit == "worker":
-            who = "the worker serving it was the saturated one, so more workers may raise it"
-        elif limit is None:
-            who = "whose limit that is cannot be seen from here"
-        elif min(transfer_worker_busy, transfer_client_busy) >= SPARE_FRAC:
-            who = "the worker and the client were both near full, so it cannot be told whose limit that is"
-        else:
-            who = "neither the worker nor the client was saturated (latency may set the pace)"
-        reasons.append(
-            f"caution: a constant batch reached only {transfer.batches_per_sec:.1f} batches/s through the service, "
-            f"less than one accelerator takes ({compute.batches_per_sec:.1f}); {who}: measure the service path "
-            "on the real hosts"
-        )
-
-    assumptions = [
-        f"compute rate: {compute_source}",
-        f"per-worker rate: {basis}; remote workers are assumed to have cores like this host's",
-        "demand: accelerators × compute rate, every accelerator running the step at its free-input rate",
-    ]
-    if checked:
-        assumptions.append(
-            "scaling: measured with up to " + str(max(p.workers for p in checked))
-            + f" workers on cores of their own; worker counts assume efficiency {efficiency:.0%}"
-        )
-    elif not remote:
-        assumptions.append(
-            f"scaling: linear in workers, NOT checked here: on this host ({host_cores} core(s), "
-            f"{worker_cores or 'unpinned'} per worker, one left for the client and the step) no count of 2 or more "
-            "workers had cores of its own; counts that shared cores are shown but bounded by the cores"
-        )
-    if any(p.workers_conservative is not None for p in plans):
-        assumptions.append("conservative counts use the per-worker rate's lower 95% bound")
-    if transfer is not None:
-        line = (f"client: one trainer process received at most {transfer.batches_per_sec:.1f} batches/s through "
-                "the service (a constant batch, loopback)")
-        busy = _busy_text(transfer_worker_busy, transfer_client_busy)
-        if limit == "client":
-            line += f"; {busy}: the client's own ceiling, and a network is slower, so the clients counts are a floor"
-        elif limit == "worker":
-            line += f"; {busy}: the worker may have been the limit, so the clients counts are an upper bound"
-        elif limit == "unclear":
-            line += f"; {busy}: whose ceiling it is cannot be told on this host"
-        else:
-            line += "; a network is slower, so the clients counts are a floor"
-        assumptions.append(line)
+        reasons.append(transfer_caution(limit, transfer, compute, transfer_worker_busy, transfer_client_busy))
+    assumptions = plan_assumptions(compute_source, basis, checked, efficiency, remote, host_cores, worker_cores, plans,
+                               transfer, limit, transfer_worker_busy, transfer_client_busy)
     return CapacityPlan(
         compute_batches_per_sec=None if compute is None else compute.batches_per_sec,
         compute_source=compute_source,
@@ -341,6 +220,50 @@ def plan_capacity(
         worth_it=worth,
         reasons=tuple(reasons),
         assumptions=tuple(assumptions),
+    )
+
+
+def _scaling_points(counts: Sequence[CountRate], per_worker: RateEstimate, worker_cores: int | None,
+                    host_cores: int) -> list[ScalingPoint]:
+    """Each measured worker count's rate as a share of that many single workers (its efficiency)."""
+    scaling: list[ScalingPoint] = []
+    for c in sorted((c for c in counts if c.workers is not None), key=lambda c: c.workers):
+        where = placement(c.workers, worker_cores, host_cores)
+        eff = eff_high = None
+        if c.rate is not None:
+            eff = c.rate.batches_per_sec / (c.workers * per_worker.batches_per_sec)
+            if c.rate.high is not None and per_worker.low:
+                eff_high = c.rate.high / (c.workers * per_worker.low)
+        scaling.append(ScalingPoint(c.workers, where, None if c.rate is None else c.rate.batches_per_sec, eff, eff_high))
+    return scaling
+
+
+def _accelerator_plan(a: int, compute: RateEstimate | None, local: RateEstimate | None,
+                      per_worker: RateEstimate | None, efficiency: float, transfer: RateEstimate | None,
+                      worker_cores: int | None) -> AcceleratorPlan:
+    """The demand of `a` accelerators, whether this host keeps up, and the workers, cores and clients it takes."""
+    demand = None if compute is None else a * compute.batches_per_sec
+    keeps_up = None
+    if demand is not None and local is not None:
+        keeps_up = (local.low if local.low is not None else local.batches_per_sec) >= demand
+    workers = conservative = None
+    if demand is not None and per_worker is not None:
+        workers = _ceil(demand / (per_worker.batches_per_sec * efficiency))
+        if per_worker.low:
+            conservative = _ceil(demand / (per_worker.low * efficiency))
+    clients = None
+    if demand is not None and transfer is not None:
+        clients = _ceil(demand / transfer.batches_per_sec)
+    k = worker_cores or None
+    return AcceleratorPlan(
+        accelerators=a,
+        demand_batches_per_sec=demand,
+        local_keeps_up=keeps_up,
+        workers=workers,
+        workers_conservative=conservative,
+        cores=None if workers is None or k is None else workers * k,
+        cores_conservative=None if conservative is None or k is None else conservative * k,
+        clients=clients,
     )
 
 
@@ -402,28 +325,3 @@ def service_overhead(*, transfer: RateEstimate | None, transfer_workers: int | N
         reason=reason,
     )
 
-
-def worker_busy(cpu_pct: Sequence[float] | None, worker_cores: int | None) -> float | None:
-    """The busiest worker's CPU as a share of the cores it is pinned to (1.0 = all of them)."""
-    if not cpu_pct or not worker_cores:
-        return None
-    return max(cpu_pct) / (100.0 * worker_cores)
-
-
-def transfer_limit(worker_busy: float | None, client_busy: float | None) -> str | None:
-    """Whose CPU set the constant-batch ceiling: the client's when it was saturated (busy ≥ 85% of
-    one core) while the worker was clearly not (idle at least 30% of the time); the worker's in
-    the opposite case; otherwise unclear (both near full, as on a small host, or neither busy, as
-    when latency sets the pace). None when either is unknown (a remote deployment)."""
-    if worker_busy is None or client_busy is None:
-        return None
-    if client_busy >= BUSY_FRAC and worker_busy < SPARE_FRAC:
-        return "client"
-    if worker_busy >= BUSY_FRAC and client_busy < SPARE_FRAC:
-        return "worker"
-    return "unclear"
-
-
-def _busy_text(worker_busy: float | None, client_busy: float | None) -> str:
-    return (f"the worker serving it was busy {worker_busy:.0%} of its cores and the client {client_busy:.0%} of a core"
-            if worker_busy is not None and client_busy is not None else "")

@@ -11,27 +11,14 @@ never a guess at the user's code.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from pipediag.backends.tf import tf
 from pipediag.builder.functions import generator_names
+from pipediag.builder.graph_ops import PY_OPS, RANDOM_OPS, WRITE_OPS, WRITE_PREFIXES, as_int, is_random_op
+from pipediag.builder.graph_ops import has_shuffle_after as has_shuffle_after
 from pipediag.builder.stages import FILE_READER_OPS, STAGE_KIND_BY_OP, Stage, function_label
 from pipediag.errors import PipediagError
-
-# The ops that make a function random (stateful random number generation).
-_RANDOM_OPS = {
-    "RandomUniform", "RandomUniformInt", "RandomStandardNormal", "TruncatedNormal", "RandomShuffle",
-    "Multinomial", "RandomGamma", "RandomPoisson", "RandomPoissonV2", "RandomCrop",
-    "ParameterizedTruncatedNormal", "StatefulUniform", "StatefulUniformInt", "StatefulUniformFullInt",
-    "StatefulStandardNormal", "StatefulStandardNormalV2", "StatefulTruncatedNormal",
-    "StatefulRandomBinomial", "RngSkip", "RngReadAndSkip", "SampleDistortedBoundingBox",
-    "SampleDistortedBoundingBoxV2", "RandomDataset", "ShuffleDataset", "ShuffleDatasetV2",
-    "ShuffleDatasetV3", "ShuffleAndRepeatDataset", "ShuffleAndRepeatDatasetV2",
-}
-_PY_OPS = {"EagerPyFunc", "PyFunc", "PyFuncStateless"}
-_WRITE_PREFIXES = ("Assign", "ResourceScatter", "ResourceApply", "ResourceSparseApply")
-_WRITE_OPS = {"LookupTableInsertV2", "LookupTableRemoveV2", "StackPushV2", "QueueEnqueueV2", "QueueEnqueueManyV2"}
-_SHUFFLE_KINDS = {"shuffle"}
 
 _EXTERNAL_STATE_IGNORE = 1  # serialize stateful ops as they are; we rebuild in this same process
 
@@ -171,13 +158,13 @@ class PipelineGraph:
         if kind in ("map", "interleave", "flat_map", "filter"):
             parallelism = 1
         elif node.op.startswith("ParallelMapDataset") or node.op.startswith("ParallelInterleaveDataset"):
-            parallelism = _as_int(self.const_value(inputs[-1]))
+            parallelism = as_int(self.const_value(inputs[-1]))
         elif node.op in ("MapAndBatchDataset", "ExperimentalMapAndBatchDataset"):
-            parallelism = _as_int(self.const_value(inputs[-2]))
+            parallelism = as_int(self.const_value(inputs[-2]))
         elif node.op == "LegacyParallelInterleaveDatasetV2":
-            parallelism = _as_int(self.const_value(inputs[-4]))  # cycle_length: all run in parallel
+            parallelism = as_int(self.const_value(inputs[-4]))  # cycle_length: all run in parallel
         if kind in ("batch", "shuffle", "prefetch") and len(inputs) > 1:
-            buffer_size = _as_int(self.const_value(inputs[1]))
+            buffer_size = as_int(self.const_value(inputs[1]))
         source_files = reader = None
         if node.op in FILE_READER_OPS:
             files = self.const_value(inputs[0])
@@ -205,10 +192,10 @@ class PipelineGraph:
             kind=kind,
             function=function,
             parallelism=parallelism,
-            is_random=bool(ops & _RANDOM_OPS) or any(_is_random_op(o) for o in ops),
+            is_random=bool(ops & RANDOM_OPS) or any(is_random_op(o) for o in ops),
             fixed_order=self._fixed_order(node, kind, functions),
-            has_py_function=bool(ops & _PY_OPS),
-            writes_state=any(o in _WRITE_OPS or o.startswith(_WRITE_PREFIXES) for o in ops),
+            has_py_function=bool(ops & PY_OPS),
+            writes_state=any(o in WRITE_OPS or o.startswith(WRITE_PREFIXES) for o in ops),
             source_files=source_files,
             buffer_size=buffer_size,
             reader=reader,
@@ -399,19 +386,3 @@ class PipelineGraph:
         self.graph_def.node.extend(survivors)
         self._reindex()
 
-
-def _as_int(value) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _is_random_op(op: str) -> bool:
-    return op.startswith(("Random", "Stateful", "Rng")) and not op.startswith("StatefulPartitionedCall")
-
-
-def has_shuffle_after(stages: Iterable[Stage], index: int) -> bool:
-    return any(s.kind in _SHUFFLE_KINDS for s in stages if s.index > index)

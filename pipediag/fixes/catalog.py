@@ -8,6 +8,9 @@ itself are written for the step's framework (`framework=` jax, torch or tensorfl
 from __future__ import annotations
 
 import math
+from typing import Any
+
+from pipediag.fixes.step_code import STEP_KINDS, step_code
 
 FIX_KINDS = (
     "prefetch", "parallel_map", "interleave", "cache", "vectorize_map", "snapshot", "tf_data_service",
@@ -224,6 +227,19 @@ def _stage_call(label: str) -> str:
 
 def code(kind: str, stage: str | None, **details) -> str:
     fn = _fn(stage)
+    if kind == "decode_crop":
+        return _decode_crop_code(stage, fn, details)
+    if kind in STEP_KINDS:
+        return step_code(kind, details.get("framework"))
+    pipeline = _pipeline_code(kind, stage, fn, details)
+    if pipeline is not None:
+        return pipeline
+    return _setting_code(kind, details)
+
+
+def _pipeline_code(kind: str, stage: str | None, fn: str, details: dict[str, Any]) -> str | None:
+    """The change to the pipeline's own code (prefetch, parallel map, interleave, cache, vectorize, snapshot,
+    shuffle buffer, tf.data service); None for another kind."""
     if kind == "vectorize_map" and details.get("form") == "csv":
         return _csv_batches_code(stage, details)
     if kind == "prefetch":
@@ -256,31 +272,6 @@ def code(kind: str, stage: str | None, **details) -> str:
         return f"ds = ds.{stage or 'map(...)'}.snapshot('/fast/disk/snapshot_dir')  # {note}written once, then read back"
     if kind == "shuffle_buffer":
         return _shuffle_buffer_code(stage, details)
-    if kind == "decode_crop" and details.get("tfds"):
-        return _tfds_decoders_code(stage, fn, details)
-    if kind == "decode_crop" and details.get("decode_stage"):
-        h, w = details.get("crop_size") or ("CROP_H", "CROP_W")
-        decoder = _fn(details["decode_stage"], "the decoding function")
-        return (
-            f"# in {decoder} ({details['decode_stage']}): return the JPEG bytes instead of decode_jpeg(jpeg, channels=3)\n"
-            f"# in {fn}: instead of cropping the decoded image to [{h}, {w}, 3], decode only that window\n"
-            "shape = tf.image.extract_jpeg_shape(jpeg)  # reads the header only\n"
-            f"top = tf.random.uniform([], 0, shape[0] - {h} + 1, dtype=tf.int32)  # a random offset, as random_crop draws it\n"
-            f"left = tf.random.uniform([], 0, shape[1] - {w} + 1, dtype=tf.int32)\n"
-            f"image = tf.image.decode_and_crop_jpeg(jpeg, tf.stack([top, left, {h}, {w}]), channels=3)"
-        )
-    if kind == "decode_crop" and details.get("sampled_box"):
-        return _sampled_box_code(fn, details)
-    if kind == "decode_crop":
-        h, w = details.get("crop_size") or ("CROP_H", "CROP_W")
-        return (
-            f"# in {fn}: instead of {details.get('decoder') or 'decode_jpeg'}(jpeg, channels=3) followed by "
-            f"random_crop(image, [{h}, {w}, 3])\n"
-            "shape = tf.image.extract_jpeg_shape(jpeg)  # reads the header only\n"
-            f"top = tf.random.uniform([], 0, shape[0] - {h} + 1, dtype=tf.int32)  # a random offset, as random_crop draws it\n"
-            f"left = tf.random.uniform([], 0, shape[1] - {w} + 1, dtype=tf.int32)\n"
-            f"image = tf.image.decode_and_crop_jpeg(jpeg, tf.stack([top, left, {h}, {w}]), channels=3)"
-        )
     if kind == "tf_data_service":
         command = details.get("command") or "pipediag scale data.py:make_dataset --workers 1,2,4 --accelerators 1,8"
         return (
@@ -289,64 +280,43 @@ def code(kind: str, stage: str | None, **details) -> str:
             "ds = ds.apply(tf.data.experimental.service.distribute(\n"
             "    processing_mode='parallel_epochs', service='grpc://DISPATCHER:5000'))"
         )
-    framework = details.get("framework")
-    if kind == "mixed_precision":
-        if framework == "jax":
-            return (
-                "compute = jax.tree.map(lambda p: p.astype(jnp.bfloat16), params)  # bfloat16 compute copy\n"
-                "loss, grads = jax.value_and_grad(loss_fn)(compute, batch)      # keep float32 params for the update"
-            )
-        if framework == "torch":
-            return (
-                "with torch.autocast('cuda', dtype=torch.bfloat16):\n"
-                "    loss = loss_fn(model(x), y)\n"
-                "loss.backward()"
-            )
-        return "keras.mixed_precision.set_global_policy('mixed_bfloat16')  # before building the model"
-    if kind == "xla":
-        if framework == "jax":
-            return "step = jax.jit(step, donate_argnums=0)  # the whole update in one jit; donate the old params"
-        if framework == "torch":
-            return "model = torch.compile(model)  # or mode='reduce-overhead' for CUDA graphs on small steps"
-        return "model.compile(..., jit_compile=True)  # or @tf.function(jit_compile=True)"
-    if kind == "gradient_accumulation":
-        if framework == "jax":
-            return "optimizer = optax.MultiSteps(optimizer, every_k_schedule=2)  # batch B/2, update every 2 steps"
-        if framework == "torch":
-            return (
-                "(loss_fn(model(x), y) / 2).backward()  # batch B/2\n"
-                "if step % 2 == 1:\n"
-                "    optimizer.step(); optimizer.zero_grad()"
-            )
-        return "optimizer = keras.optimizers.AdamW(learning_rate, gradient_accumulation_steps=2)  # with batch B/2"
-    if kind == "allocator":
-        if framework == "torch":
-            return "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py  # set before CUDA starts"
-        return "XLA_PYTHON_CLIENT_MEM_FRACTION=.95 python train.py  # set before JAX starts; default .75"
-    if kind == "steps_per_call":
-        if framework == "jax":
-            return (
-                "ds = ds.batch(8, drop_remainder=True)  # 8 batches per hand-over: arrays [8, B, ...]\n"
-                "@jax.jit\n"
-                "def steps(state, batches):\n"
-                "    return jax.lax.scan(train_step, state, batches)  # 8 updates in one call"
-            )
-        if framework == "torch":
-            return (
-                "ds = ds.batch(8, drop_remainder=True)  # 8 batches per hand-over: one copy to the GPU\n"
-                "xs = torch.as_tensor(batches).cuda()\n"
-                "for x in xs: train_step(x)  # the loop runs on device data"
-            )
-        return "model.compile(..., steps_per_execution=8)  # Keras runs 8 batches per compiled call"
-    if kind == "device_prefetch":
-        if framework == "jax":
-            return (
-                "from flax.jax_utils import prefetch_to_device  # or a thread that calls jax.device_put\n"
-                "batches = prefetch_to_device(ds.as_numpy_iterator(), size=2)  # next batch copied while the step runs"
-            )
-        if framework == "torch":
-            return "x = torch.from_numpy(x).pin_memory().to('cuda', non_blocking=True)  # the copy overlaps the step"
-        return "ds = ds.apply(tf.data.experimental.prefetch_to_device('/gpu:0'))  # last line of the pipeline"
+    return None
+
+
+def _decode_crop_code(stage: str | None, fn: str, details: dict[str, Any]) -> str:
+    """Decoding only the crop's window: through tfds' decoders=, across two stages, from a sampled box, or in one map."""
+    if details.get("tfds"):
+        return _tfds_decoders_code(stage, fn, details)
+    if details.get("decode_stage"):
+        h, w = details.get("crop_size") or ("CROP_H", "CROP_W")
+        decoder = _fn(details["decode_stage"], "the decoding function")
+        return (
+            f"# in {decoder} ({details['decode_stage']}): return the JPEG bytes instead of decode_jpeg(jpeg, channels=3)\n"
+            f"# in {fn}: instead of cropping the decoded image to [{h}, {w}, 3], decode only that window\n"
+            + _window_decode(h, w)
+        )
+    if details.get("sampled_box"):
+        return _sampled_box_code(fn, details)
+    h, w = details.get("crop_size") or ("CROP_H", "CROP_W")
+    return (
+        f"# in {fn}: instead of {details.get('decoder') or 'decode_jpeg'}(jpeg, channels=3) followed by "
+        f"random_crop(image, [{h}, {w}, 3])\n"
+        + _window_decode(h, w)
+    )
+
+
+def _window_decode(h: Any, w: Any) -> str:
+    """Reading the JPEG's header, drawing a random offset as random_crop does, and decoding only that window."""
+    return (
+        "shape = tf.image.extract_jpeg_shape(jpeg)  # reads the header only\n"
+        f"top = tf.random.uniform([], 0, shape[0] - {h} + 1, dtype=tf.int32)  # a random offset, as random_crop draws it\n"
+        f"left = tf.random.uniform([], 0, shape[1] - {w} + 1, dtype=tf.int32)\n"
+        f"image = tf.image.decode_and_crop_jpeg(jpeg, tf.stack([top, left, {h}, {w}]), channels=3)"
+    )
+
+
+def _setting_code(kind: str, details: dict[str, Any]) -> str:
+    """The batch's format or size, memory growth, the CPU quota, tf.data's threads; ValueError for an unknown kind."""
     if kind == "batch_format":
         return (
             "# one packed array instead of one per feature; uint8/bfloat16 over the wire, cast on the device\n"

@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from pipediag.analysis.ablation import MIN_GAIN, Ablation, ChangeEffect, classify
+from pipediag.analysis.ablation import MIN_GAIN, Ablation
 from pipediag.analysis.buffers import SUGGESTED_BUFFER_SHARE, BufferEstimate, shuffle_buffers
-from pipediag.analysis.modes import ModeSummary, Ratio, input_side_cpu, rate_ratio
+from pipediag.analysis.modes import ModeSummary, input_side_cpu
 from pipediag.builder.stages import Stage
 from pipediag.fixes import catalog
+from pipediag.fixes.cpu import busy_text, cores_needed
+from pipediag.fixes.measured import Measured, alone_basis, interval_text, measure_changes, under_contention
 from pipediag.modes.changes import Change
-from pipediag.samples.container import ContainerLimits, cores_text
+from pipediag.samples.container import ContainerLimits
 from pipediag.verdict.container import throttled
 from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
 from pipediag.verdict.rules import (
@@ -84,24 +86,6 @@ class Recommendation:
     withheld: tuple[str, ...] = ()
 
 
-def _interval(ci: tuple[float, float] | None) -> str:
-    return "" if ci is None else f" (95%: {ci[0]:.2f}-{ci[1]:.2f}x)"
-
-
-def _without(effect: ChangeEffect) -> Ratio | None:
-    if effect.without_speedup is None:
-        return None
-    low, high = effect.without_ci if effect.without_ci is not None else (None, None)
-    return Ratio(effect.without_speedup, low, high)
-
-
-def _alone_basis(effect: ChangeEffect, together: Ratio | None, applied: int) -> str:
-    text = f"measured alone: training ran {effect.speedup:.2f}x the original{_interval(effect.speedup_ci)}"
-    if together is not None and applied > 1:
-        text += f"; all {applied} changes together: {together.value:.2f}x"
-    return text
-
-
 def recommend(
     verdict: Verdict,
     modes: dict[str, ModeSummary | None],
@@ -121,164 +105,156 @@ def recommend(
     `container`: this process's CPU and memory limits; a mode that ran at its CPU quota gets
     the fix that raises it (or moves the work off the host)."""
     fw = framework if framework in ("jax", "torch") else "tensorflow"
-    pipeline, tuned = modes.get("pipeline"), modes.get("tuned")
-    applied = [c for c in changes if c.applied]
-    together = rate_ratio(tuned, pipeline)
-    # With nothing applied the tuned mode is the user's graph rebuilt: a "gain" there is drift
-    # between two runs of the same pipeline (seen on the H200: 1.34x), never a fix.
-    together_gain = bool(applied) and classify(together) == "gain"
-    effects = {c.key: ablation.effect(c.key) for c in applied} if ablation is not None else {}
-    gains = [c for c in applied if effects.get(c.key) is not None and effects[c.key].effect == "gain"
-             and effects[c.key].basis == "alone"]
-    # A change that gains nothing alone may still matter on top of the others (a prefetch once
-    # the map is parallel): the together run against the run without it says so.
-    on_top = [c for c in applied if c not in gains and effects.get(c.key) is not None
-              and classify(_without(effects[c.key])) == "gain"]
-    withheld: list[str] = []
-    if ablation is not None:
-        gains, dropped = _believed(gains, lambda c: _alone_rate(ablation, c.key), verdict, modes)
-        withheld += [f"{_what(c)} ran {effects[c.key].speedup:.2f}x the original alone, not taken as a gain: {why}"
-                     for c, why in dropped]
-        on_top, dropped = _believed(on_top, lambda c: _together_rate(ablation, tuned), verdict, modes)
-        withheld += [f"{_what(c)}: all changes together ran {effects[c.key].without_speedup:.2f}x the run without it, "
-                     f"not taken as a gain: {why}" for c, why in dropped]
-    if together_gain:
-        why = gain_doubt(tuned.batches_per_sec, tuned.batches_per_sec_ci, verdict, modes)
-        if why is not None:
-            together_gain = False
-            if not withheld:  # else the changes' own lines above already say it
-                withheld.append(f"the tuned pipeline ran {together.value:.2f}x the original, not taken as a gain: "
-                                f"{why}")
-    measured = bool(gains) or bool(on_top) or together_gain
-    fixes: list[Fix] = []
-    tried: tuple[Change, ...] = ()
-
+    m = measure_changes(verdict, modes, changes, ablation)
     if verdict.bottleneck == "memory" and verdict.facts.get("memory_source") == MEMORY_SOURCE_BUFFERS:
         # More buffers (prefetch, parallel calls, a cache) are the wrong way: whatever the tuned
         # mode gained in speed is not the problem here.
-        budget = verdict.facts.get("ram_budget_bytes")
-        for b in sorted(shuffle_buffers(stages), key=lambda b: b.total_bytes, reverse=True):
-            if budget and (b.stage == verdict.stage or b.total_bytes > SUGGESTED_BUFFER_SHARE * budget):
-                fixes.append(_shuffle_buffer_fix(b, budget, verdict.facts.get("ram_budget_source")))
-        return Recommendation(tuple(fixes), tuple(applied), tuple(withheld))
-    if verdict.bottleneck == "input" or measured:
-        if gains or on_top:
-            for c in sorted(gains, key=lambda c: effects[c.key].speedup, reverse=True):
-                e = effects[c.key]
-                fixes.append(_fix(c.kind, c.stage, _alone_basis(e, together, len(applied)), e.speedup, e.speedup_ci,
-                                  **c.details))
-            for c in sorted(on_top, key=lambda c: effects[c.key].without_speedup, reverse=True):
-                e = effects[c.key]
-                alone = "" if e.speedup is None else f"; alone {e.speedup:.2f}x"
-                fixes.append(_fix(c.kind, c.stage, f"measured on top of the other changes: all together ran "
-                                  f"{e.without_speedup:.2f}x the run without it{_interval(e.without_ci)}{alone}",
-                                  e.without_speedup, e.without_ci, **c.details))
-            tried = tuple(c for c in applied if c not in gains and c not in on_top)
-        elif together_gain:
-            alone_runs = any(e is not None and e.basis == "alone" for e in effects.values())
-            if len(applied) == 1:
-                note = ""
-            elif alone_runs:
-                note = f" (all {len(applied)} changes together; alone, none gained clearly)"
-            else:
-                note = f" (measured together with {len(applied) - 1} other change(s))"
-            ci = (together.low, together.high) if together.low is not None and together.high is not None else None
-            for c in applied:
-                fixes.append(
-                    _fix(
-                        c.kind, c.stage,
-                        f"measured: the tuned pipeline ran {together.value:.2f}x the original{_interval(ci)}{note}",
-                        together.value, (together.low, together.high), **c.details,
-                    )
-                )
-        else:
-            tried = tuple(applied)
-        for c in changes:
-            if c.kind == "cache" and not c.applied and c.reason and "snapshot" in c.reason:
-                fixes.append(_fix("snapshot", c.stage, f"not measured: {c.reason}", **c.details))
-            if c.kind == "decode_crop" and not c.applied and c.details.get("by_hand"):
-                # tensorflow-datasets' decode that pipediag could not move: the user skips it with decoders=
-                fixes.append(_fix("decode_crop", c.stage, f"not measured: pipediag could not rebuild the pipeline "
-                                  f"that way ({c.reason}); tfds' decoders= does it in your code", **c.details))
-        if verdict.bottleneck == "input":
-            fixes.extend(_python_fixes(verdict, stages, slow_stage, fixes))
-            service = _service_fix(verdict, tuned, stages, scale_command)
-            if service is not None:
-                fixes.append(service)
+        return Recommendation(tuple(_buffer_fixes(verdict, stages)), tuple(m.applied), tuple(m.withheld))
+    tried = tuple(m.applied)
+    if verdict.bottleneck == "input" or m.measured:
+        fixes, tried = _measured_fixes(verdict, m, changes, modes.get("tuned"), stages, slow_stage, scale_command)
     elif verdict.bottleneck == "memory":
-        oom = "oom_mode" in verdict.facts
-        what = "the step ran out of memory at this batch size" if oom else "memory is nearly full at this batch size"
-        fixes.append(_fix("batch_size", None, f"{what}; halve it",
-                          code="ds = ds.batch(BATCH_SIZE // 2)  # or keep it, with gradient accumulation below"))
-        fixes.append(_fix("gradient_accumulation", None, "keeps the effective batch size (and the training dynamics) "
-                          "while each step holds half the activations", framework=fw))
-        if gpu_present:
-            fixes.append(_fix("mixed_precision", None, "half-width activations need about half the memory", framework=fw))
-        if fw == "jax" and gpu_present:
-            fixes.append(_fix("allocator", None, _jax_allocator_basis(modes), framework=fw))
-        if fw == "torch" and gpu_present:
-            fixes.append(_fix("allocator", None, "not measured: fragmentation can fail an allocation that would fit",
-                              framework=fw))
-        if tf_gpu_without_memory_growth and fw == "tensorflow":
-            fixes.append(_fix("memory_growth", None, "TensorFlow reserves all GPU memory by default, hiding real use"))
-        if not measured:
-            tried = tuple(applied)
+        fixes = _memory_fixes(verdict, modes, fw, gpu_present, tf_gpu_without_memory_growth)
     elif verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
-        fixes.extend(_handover_fixes(verdict, fw))
-        tried = tuple(applied)
+        fixes = _handover_fixes(verdict, fw)
     elif verdict.bottleneck == "host":
-        small_kernels = verdict.facts.get("gpu_limit") == GPU_LIMIT_SMALL_KERNELS
-        why = ("not measured: the GPU is busy but its kernels fill few SMs; larger batches make larger kernels"
-               if small_kernels else "not measured: with free input the GPU is mostly idle; larger batches "
-               "spread the per-step overhead")
-        fixes.append(_fix("batch_size", None, why, code="ds = ds.batch(2 * BATCH_SIZE)"))
-        fixes.append(_fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches", framework=fw))
-        tried = tuple(applied)
+        fixes = _host_fixes(verdict, fw)
     elif verdict.bottleneck == "compute":
-        if verdict.facts.get("gpu_limit") == GPU_LIMIT_MEMORY_BANDWIDTH:
-            fixes.append(_fix("mixed_precision", None, "not measured: the step is memory-bandwidth-bound; 16-bit "
-                              "values halve the bytes each step moves", framework=fw))
-            fixes.append(_fix("xla", None, "not measured: fusing element-wise work keeps intermediates on chip "
-                              "instead of a round trip through DRAM each", framework=fw))
-        elif verdict.facts.get("gpu_underused"):
-            fixes.append(_fix("batch_size", None, "not measured: GPM shows most SMs idle while the step limits "
-                              "training; larger batches make larger kernels", code="ds = ds.batch(2 * BATCH_SIZE)"))
-            fixes.append(_fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches",
-                              framework=fw))
-        else:
-            if gpu_present:
-                fixes.append(_fix("mixed_precision", None, "not measured: the step is the limit; tensor cores run "
-                                  "bfloat16 several times faster than float32", framework=fw))
-            fixes.append(_fix("xla", None, "not measured: the step is the limit, not the input; input changes will "
-                              "not help", framework=fw))
-        tried = tuple(applied)
+        fixes = _compute_fixes(verdict, fw, gpu_present)
     else:
-        tried = tuple(applied)
-    if measured and verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
+        fixes = []
+    if m.measured and verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
         fixes.extend(_handover_fixes(verdict, fw))  # after what the tuned mode measured
     quota = _quota_fix(verdict, modes, container, scale_command)
     if quota is not None:
         fixes.append(quota)
-    return Recommendation(tuple(_under_contention(fixes, verdict)), tried, tuple(withheld))
+    return Recommendation(tuple(under_contention(fixes, verdict)), tried, tuple(m.withheld))
 
 
-def _busy_text(cpu) -> str:
-    if cpu.usable_cores < cpu.cores:  # a container's limit: this process against what it may use
-        return f"this process {cpu.process_pct / 100:.1f} of the {cores_text(cpu.usable_cores)} it may use"
-    return f"{cpu.busy_cores:.1f} of {cpu.cores} busy"
+def _buffer_fixes(verdict: Verdict, stages: Sequence[Stage]) -> list[Fix]:
+    """A smaller shuffle buffer for each buffer that is the verdict's stage or over its share of the budget."""
+    fixes: list[Fix] = []
+    budget = verdict.facts.get("ram_budget_bytes")
+    for b in sorted(shuffle_buffers(stages), key=lambda b: b.total_bytes, reverse=True):
+        if budget and (b.stage == verdict.stage or b.total_bytes > SUGGESTED_BUFFER_SHARE * budget):
+            fixes.append(_shuffle_buffer_fix(b, budget, verdict.facts.get("ram_budget_source")))
+    return fixes
 
 
-def cores_needed(modes: dict[str, ModeSummary | None]) -> float | None:
-    """The cores that would feed the step at its free rate: the step's own (synthetic mode's
-    process CPU) plus the pipeline's CPU seconds per batch (input_only mode: CPU over rate, which a
-    quota delays but does not change) times the free rate. None when a number is missing."""
-    synthetic, alone = modes.get("synthetic"), modes.get("input_only")
-    if synthetic is None or alone is None or not synthetic.batches_per_sec or not alone.batches_per_sec:
-        return None
-    if synthetic.process_cpu_pct is None or alone.process_cpu_pct is None:
-        return None
-    per_batch = alone.process_cpu_pct / 100.0 / alone.batches_per_sec
-    return synthetic.process_cpu_pct / 100.0 + per_batch * synthetic.batches_per_sec
+def _measured_fixes(verdict: Verdict, m: Measured, changes: list[Change], tuned: ModeSummary | None,
+                    stages: Sequence[Stage], slow_stage: str | None,
+                    scale_command: str | None) -> tuple[list[Fix], tuple[Change, ...]]:
+    """The changes that gained (alone, on top, or all together), the ones offered unmeasured, and for an
+    input verdict the Python and service fixes; with the changes tried without a gain."""
+    fixes: list[Fix] = []
+    tried: tuple[Change, ...] = ()
+    applied, effects, together = m.applied, m.effects, m.together
+    if m.gains or m.on_top:
+        for c in sorted(m.gains, key=lambda c: effects[c.key].speedup, reverse=True):
+            e = effects[c.key]
+            fixes.append(_fix(c.kind, c.stage, alone_basis(e, together, len(applied)), e.speedup, e.speedup_ci,
+                              **c.details))
+        for c in sorted(m.on_top, key=lambda c: effects[c.key].without_speedup, reverse=True):
+            e = effects[c.key]
+            alone = "" if e.speedup is None else f"; alone {e.speedup:.2f}x"
+            fixes.append(_fix(c.kind, c.stage, f"measured on top of the other changes: all together ran "
+                              f"{e.without_speedup:.2f}x the run without it{interval_text(e.without_ci)}{alone}",
+                              e.without_speedup, e.without_ci, **c.details))
+        tried = tuple(c for c in applied if c not in m.gains and c not in m.on_top)
+    elif m.together_gain:
+        fixes.extend(_together_fixes(m))
+    else:
+        tried = tuple(applied)
+    for c in changes:
+        if c.kind == "cache" and not c.applied and c.reason and "snapshot" in c.reason:
+            fixes.append(_fix("snapshot", c.stage, f"not measured: {c.reason}", **c.details))
+        if c.kind == "decode_crop" and not c.applied and c.details.get("by_hand"):
+            # tensorflow-datasets' decode that pipediag could not move: the user skips it with decoders=
+            fixes.append(_fix("decode_crop", c.stage, f"not measured: pipediag could not rebuild the pipeline "
+                              f"that way ({c.reason}); tfds' decoders= does it in your code", **c.details))
+    if verdict.bottleneck == "input":
+        fixes.extend(_python_fixes(verdict, stages, slow_stage, fixes))
+        service = _service_fix(verdict, tuned, stages, scale_command)
+        if service is not None:
+            fixes.append(service)
+    return fixes, tried
+
+
+def _together_fixes(m: Measured) -> list[Fix]:
+    """Every applied change, backed by the tuned pipeline's speedup with all of them together."""
+    applied, together = m.applied, m.together
+    alone_runs = any(e is not None and e.basis == "alone" for e in m.effects.values())
+    if len(applied) == 1:
+        note = ""
+    elif alone_runs:
+        note = f" (all {len(applied)} changes together; alone, none gained clearly)"
+    else:
+        note = f" (measured together with {len(applied) - 1} other change(s))"
+    ci = (together.low, together.high) if together.low is not None and together.high is not None else None
+    return [
+        _fix(
+            c.kind, c.stage,
+            f"measured: the tuned pipeline ran {together.value:.2f}x the original{interval_text(ci)}{note}",
+            together.value, (together.low, together.high), **c.details,
+        )
+        for c in applied
+    ]
+
+
+def _memory_fixes(verdict: Verdict, modes: dict[str, ModeSummary | None], fw: str, gpu_present: bool,
+                  tf_gpu_without_memory_growth: bool) -> list[Fix]:
+    """Out of (or nearly out of) memory: a smaller batch, gradient accumulation, and the framework's memory levers."""
+    fixes: list[Fix] = []
+    oom = "oom_mode" in verdict.facts
+    what = "the step ran out of memory at this batch size" if oom else "memory is nearly full at this batch size"
+    fixes.append(_fix("batch_size", None, f"{what}; halve it",
+                      code="ds = ds.batch(BATCH_SIZE // 2)  # or keep it, with gradient accumulation below"))
+    fixes.append(_fix("gradient_accumulation", None, "keeps the effective batch size (and the training dynamics) "
+                      "while each step holds half the activations", framework=fw))
+    if gpu_present:
+        fixes.append(_fix("mixed_precision", None, "half-width activations need about half the memory", framework=fw))
+    if fw == "jax" and gpu_present:
+        fixes.append(_fix("allocator", None, _jax_allocator_basis(modes), framework=fw))
+    if fw == "torch" and gpu_present:
+        fixes.append(_fix("allocator", None, "not measured: fragmentation can fail an allocation that would fit",
+                          framework=fw))
+    if tf_gpu_without_memory_growth and fw == "tensorflow":
+        fixes.append(_fix("memory_growth", None, "TensorFlow reserves all GPU memory by default, hiding real use"))
+    return fixes
+
+
+def _host_fixes(verdict: Verdict, fw: str) -> list[Fix]:
+    """Host-bound (per-step overhead or small kernels): larger batches and XLA."""
+    small_kernels = verdict.facts.get("gpu_limit") == GPU_LIMIT_SMALL_KERNELS
+    why = ("not measured: the GPU is busy but its kernels fill few SMs; larger batches make larger kernels"
+           if small_kernels else "not measured: with free input the GPU is mostly idle; larger batches "
+           "spread the per-step overhead")
+    return [
+        _fix("batch_size", None, why, code="ds = ds.batch(2 * BATCH_SIZE)"),
+        _fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches", framework=fw),
+    ]
+
+
+def _compute_fixes(verdict: Verdict, fw: str, gpu_present: bool) -> list[Fix]:
+    """Compute-bound: fixes to the step by what limits the GPU (memory bandwidth, idle SMs, or the math)."""
+    fixes: list[Fix] = []
+    if verdict.facts.get("gpu_limit") == GPU_LIMIT_MEMORY_BANDWIDTH:
+        fixes.append(_fix("mixed_precision", None, "not measured: the step is memory-bandwidth-bound; 16-bit "
+                          "values halve the bytes each step moves", framework=fw))
+        fixes.append(_fix("xla", None, "not measured: fusing element-wise work keeps intermediates on chip "
+                          "instead of a round trip through DRAM each", framework=fw))
+    elif verdict.facts.get("gpu_underused"):
+        fixes.append(_fix("batch_size", None, "not measured: GPM shows most SMs idle while the step limits "
+                          "training; larger batches make larger kernels", code="ds = ds.batch(2 * BATCH_SIZE)"))
+        fixes.append(_fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches",
+                          framework=fw))
+    else:
+        if gpu_present:
+            fixes.append(_fix("mixed_precision", None, "not measured: the step is the limit; tensor cores run "
+                              "bfloat16 several times faster than float32", framework=fw))
+        fixes.append(_fix("xla", None, "not measured: the step is the limit, not the input; input changes will "
+                          "not help", framework=fw))
+    return fixes
 
 
 def _quota_fix(verdict: Verdict, modes: dict[str, ModeSummary | None], container: ContainerLimits | None,
@@ -313,73 +289,6 @@ def _quota_fix(verdict: Verdict, modes: dict[str, ModeSummary | None], container
         whole = None  # the estimate does not exceed the quota, or is unknown: no number to give
     return _fix("cpu_quota", None, basis, cores_needed=whole, quota_cores=container.quota_cores,
                 tensorflow_cores=container.affinity_cores, command=scale_command)
-
-
-def _under_contention(fixes: list[Fix], verdict: Verdict) -> list[Fix]:
-    """A gain measured while other processes took CPU is not yet settled: their load may have
-    changed between the runs compared. Its basis says so and names the check that settles it."""
-    if not _contention_seen(verdict):
-        return fixes
-    note = ("; measured while other processes competed for the CPU, so not yet settled: confirm with "
-            "`pipediag compare` (interleaved turns against the original)")
-    return [replace(f, basis=f.basis + note) if f.measured_speedup is not None else f for f in fixes]
-
-
-def gain_doubt(rate: float | None, rate_ci: tuple[float, float] | None, verdict: Verdict,
-               modes: dict[str, ModeSummary | None]) -> str | None:
-    """Why a measured speedup of an input change is not a gain, or None when nothing explains it
-    away. Two things can: the run fed the step faster than free input did (synthetic mode, the
-    compute ceiling), beyond both 95% intervals, which no input change can do, so the step itself
-    sped up between runs (drift, warm-up, another process finishing); or the verdict says the step
-    is the limit (compute), so that an input change has nothing to gain, and a speedup beside it
-    is drift too (the fed step runs as fast as the free one there, within their intervals)."""
-    synthetic = modes.get("synthetic")
-    if (rate and rate_ci and synthetic is not None and synthetic.batches_per_sec and synthetic.batches_per_sec_ci
-            and rate_ci[0] > synthetic.batches_per_sec_ci[1]):
-        return (f"it fed the step {rate:.1f} batches/s, above the {synthetic.batches_per_sec:.1f} the step ran with free "
-                f"input (synthetic mode; the 95% intervals apart): no input change can beat free input, so the step "
-                "itself ran faster in that run (drift, warm-up or another process stopping)")
-    if verdict.bottleneck == "compute":
-        contended = " and other processes competed for the CPU" if _contention_seen(verdict) else ""
-        return (f"the step itself is the limit (compute-bound){contended}: an input change cannot make training "
-                "faster than free input, so the speedup is drift between runs; re-measure with `pipediag compare` "
-                "(interleaved turns) if it matters")
-    return None
-
-
-def _contention_seen(verdict: Verdict) -> bool:
-    return any("other processes kept" in e for e in verdict.evidence)
-
-
-def _believed(changes: list[Change], rate_of, verdict: Verdict, modes: dict[str, ModeSummary | None]
-              ) -> tuple[list[Change], list[tuple[Change, str]]]:
-    kept, dropped = [], []
-    for c in changes:
-        rate, ci = rate_of(c)
-        why = gain_doubt(rate, ci, verdict, modes)
-        if why is None:
-            kept.append(c)
-        else:
-            dropped.append((c, why))
-    return kept, dropped
-
-
-def _what(c: Change) -> str:
-    return f"{c.kind} at `{c.stage}`" if c.stage else c.kind
-
-
-def _alone_rate(ablation: Ablation, key: str) -> tuple[float | None, tuple[float, float] | None]:
-    run = next((v for v in ablation.variants if v.role == "alone" and v.changes == (key,)), None)
-    if run is None:  # the only change: the together run was it alone
-        run = next((v for v in ablation.variants if v.role == "together"), None)
-    return (None, None) if run is None else (run.batches_per_sec, run.batches_per_sec_ci)
-
-
-def _together_rate(ablation: Ablation, tuned: ModeSummary | None) -> tuple[float | None, tuple[float, float] | None]:
-    run = next((v for v in ablation.variants if v.role == "together"), None)
-    if run is not None:
-        return run.batches_per_sec, run.batches_per_sec_ci
-    return (None, None) if tuned is None else (tuned.batches_per_sec, tuned.batches_per_sec_ci)
 
 
 def _handover_fixes(verdict: Verdict, fw: str | None) -> list[Fix]:
@@ -475,7 +384,7 @@ def _service_fix(verdict: Verdict, tuned: ModeSummary | None, stages: Sequence[S
         return None
     basis = (
         f"not measured: every core was busy while the step waited, and after tuning the step still waited "
-        f"{100 * tuned_wait:.0f}% of the time with the cores still full ({_busy_text(tuned_side.cpu)}); "
+        f"{100 * tuned_wait:.0f}% of the time with the cores still full ({busy_text(tuned_side.cpu)}); "
         "`pipediag scale` measures the service and how many workers it takes"
     )
     python = [s.label for s in stages if s.has_py_function]

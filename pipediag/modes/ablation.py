@@ -103,7 +103,7 @@ def tune_with_ablation(
 ) -> TuningOutcome:
     """Run the ablation and the tuned mode. `outcome`, when given, is filled in as runs finish,
     so a Ctrl-C leaves what was measured. `guard` (`Watchdog.call`): a cache fill runs under its
-    deadline (see `tuning.fill_cache`)."""
+    deadline (see `cache_fill.fill_cache`)."""
     out = outcome if outcome is not None else TuningOutcome(changes=list(plan.changes))
     out.changes = list(plan.changes)
     out.notes.extend(plan.notes)

@@ -25,7 +25,6 @@ halves fail in decode_csv (an unterminated quoted field, a quote inside an unquo
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +32,6 @@ import numpy as np
 from pipediag.backends.tf import tf
 from pipediag.builder.graph import GraphError, PipelineGraph
 from pipediag.builder.stages import Stage
-from pipediag.modes.tuning_rules import QuoteScan
 
 CSV_OPS = ("CSVDatasetV2", "CSVDataset", "ExperimentalCSVDataset")
 # Inputs of the CSV dataset ops, in order; record_defaults (one per column) follow select_cols,
@@ -52,11 +50,6 @@ BATCH_OPS = ("BatchDataset", "BatchDatasetV2", "ParallelBatchDataset")
 _FUNCTION_BODY_OPS = {"Const", "Identity", "NoOp"}  # what else an interleave function may hold
 _STRING = 7  # DataType enum
 _SUFFIX = "_pipediag_batch_csv"
-SCAN_SECONDS = 5.0  # reading the files for quoted newlines stops after this long (and says so)
-SCAN_CHUNK_BYTES = 8 << 20
-MAX_FILE_NAMES = 100_000
-
-
 @dataclass(frozen=True, eq=False)
 class CsvSite:
     """A CsvDataset whose rows only move until a batch: everything the rewrite needs."""
@@ -119,11 +112,11 @@ def defaults_code(defaults) -> str:
     return " + ".join(f"[{t}] * {n}" if n > 1 else f"[{t}]" for t, n in runs)
 
 
-def _ref_node(ref: str) -> str:
+def ref_node(ref: str) -> str:
     return ref.lstrip("^").split(":")[0]
 
 
-def _text(value) -> str:
+def as_text(value) -> str:
     value = value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -138,14 +131,14 @@ class _Inputs:
         self.components = 0
         if function is not None:
             data = graph.data_inputs(reader_node)
-            spec = graph.flat_spec(_ref_node(data[0]))
+            spec = graph.flat_spec(ref_node(data[0]))
             self.components = len(spec) if isinstance(spec, tuple) else 1
             self.captured = data[1:]
 
     def value(self, ref: str):
         if self.function is None:
             return self.graph.const_value(ref)
-        name = _ref_node(ref)
+        name = ref_node(ref)
         node = next((n for n in self.function.node_def if n.name == name), None)
         if node is not None:
             if node.op != "Const":
@@ -183,10 +176,10 @@ def _csv_in_function(graph: PipelineGraph, stage: Stage):
 
 
 def _identity_base(function, ref: str) -> str:
-    name = _ref_node(ref)
+    name = ref_node(ref)
     nodes = {n.name: n for n in function.node_def}
     while name in nodes and nodes[name].op == "Identity":
-        name = _ref_node(nodes[name].input[0])
+        name = ref_node(nodes[name].input[0])
     return name
 
 
@@ -243,7 +236,7 @@ def _site(graph: PipelineGraph, reader: Stage, function, csv, batch: Stage, betw
     missing = [k for k, v in values.items() if v is None]
     if missing:
         return f"its CsvDataset's {', '.join(missing)} is not a constant pipediag can read"
-    compression = _text(values["compression_type"])
+    compression = as_text(values["compression_type"])
     if compression:
         return (f"its files are compressed ({compression}): pipediag reads them as plain text to check for quoted "
                 "fields that span lines, so it leaves compressed CSV alone")
@@ -262,7 +255,7 @@ def _site(graph: PipelineGraph, reader: Stage, function, csv, batch: Stage, betw
         names = graph.const_value(params["filenames"])
         if names is None:
             return "its CsvDataset's file names are not constants pipediag can read"
-        files = tuple(_text(n) for n in np.asarray(names).reshape(-1))
+        files = tuple(as_text(n) for n in np.asarray(names).reshape(-1))
     return CsvSite(
         reader_node=reader.node,
         function=None if function is None else function.signature.name,
@@ -272,72 +265,13 @@ def _site(graph: PipelineGraph, reader: Stage, function, csv, batch: Stage, betw
         header=bool(values["header"]),
         compression=compression,
         buffer_size=int(values["buffer_size"]),
-        field_delim=_text(values["field_delim"]),
+        field_delim=as_text(values["field_delim"]),
         use_quote_delim=bool(values["use_quote_delim"]),
-        na_value=_text(values["na_value"]),
+        na_value=as_text(values["na_value"]),
         select_cols=tuple(int(c) for c in np.asarray(values["select_cols"]).reshape(-1)),
         record_defaults=tuple(np.asarray(d) for d in defaults),
         files=files,
     )
-
-
-# -- the files: quoted fields that span lines ---------------------------------------------
-
-
-def file_names(graph: PipelineGraph, site: CsvSite, limit_s: float = SCAN_SECONDS) -> list[str] | None:
-    """The files the CsvDataset reads: its constant names, or the names the interleave's input
-    yields (read within limit_s, at most MAX_FILE_NAMES, each once). None when they cannot be read."""
-    if site.files is not None:
-        return list(site.files)
-    source = _ref_node(graph.data_inputs(site.reader_node)[0])
-    try:
-        names = graph.cut(source)
-        if not isinstance(names.element_spec, tf.TensorSpec) or names.element_spec.dtype != tf.string:
-            return None
-        seen: dict[str, None] = {}
-        start = time.monotonic()
-        for name in names.take(MAX_FILE_NAMES):
-            seen.setdefault(_text(name.numpy()), None)
-            if time.monotonic() - start > limit_s:
-                break
-        return list(seen)
-    except (GraphError, tf.errors.OpError, ValueError, TypeError):
-        return None
-
-
-def scan_quoted_newlines(files: list[str] | None, use_quote_delim: bool, limit_s: float = SCAN_SECONDS,
-                         clock=time.monotonic) -> QuoteScan:
-    """Read the files for a quoted field that holds a newline: a line (up to a newline) with an
-    odd number of quote characters opens a quoted field that goes on past it (an escaped quote
-    inside a quoted field is two). Stops after limit_s and says how far it got."""
-    if not use_quote_delim:
-        return QuoteScan(files_total=len(files or ()), files_checked=0, bytes_checked=0, quotes_special=False)
-    if files is None:
-        return QuoteScan(files_total=None, files_checked=0, bytes_checked=0)
-    start = clock()
-    checked = total_bytes = 0
-    for path in files:
-        line, odd = 1, 0
-        with tf.io.gfile.GFile(path, "rb") as f:
-            while True:
-                chunk = f.read(SCAN_CHUNK_BYTES)
-                if not chunk:
-                    break
-                total_bytes += len(chunk)
-                if not odd and b'"' not in chunk:
-                    line += chunk.count(b"\n")
-                else:
-                    pieces = chunk.split(b"\n")
-                    for i, piece in enumerate(pieces):
-                        odd ^= piece.count(b'"') & 1
-                        if i < len(pieces) - 1:
-                            if odd:
-                                return QuoteScan(len(files), checked, total_bytes, spanning=(path, line))
-                            line += 1
-                if clock() - start > limit_s:
-                    return QuoteScan(len(files), checked, total_bytes, seconds=clock() - start)
-        checked += 1
-    return QuoteScan(len(files), checked, total_bytes, seconds=clock() - start)
 
 
 # -- the rewrite ------------------------------------------------------------------------

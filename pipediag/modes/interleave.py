@@ -158,137 +158,177 @@ def run_rounds(
 
     `a` is None when comparing against a saved run: `baseline` then holds its runs per kind.
     `dispatch` (a JAX or PyTorch step): fed turns keep one step in flight while fetching, as
-    diagnose does (runner.Overlapped); without a synthetic run each fetch counts whole as wait.
+    diagnose does (modes.stepping.Overlapped); without a synthetic run each fetch counts whole as wait.
     `watchdog` (modes.watchdog.Watchdog): every turn's batches and steps run under its deadline;
     a turn that stalls ends the rounds (stop_reason "stalled", `failed_side` names whose turn).
     """
-    if (a is None) == (baseline is None):
-        raise ValueError("give side A or a saved baseline, not both")
-    if FED in plan.kinds and step is None and dispatch is None:
-        raise ValueError("the fed kind needs a step")
+    _check_inputs(a, step, plan, baseline, dispatch)
     kinds = plan.kinds
-    if baseline is not None:
-        missing = [k for k in kinds if baseline.get(k) is None or baseline[k].steps < 4]
-        if missing:
-            raise ValueError(f"the saved run has no usable {', '.join(missing)} timings")
     primary = kinds[0]
     sides = {"B": b} if a is None else {"A": a, "B": b}
     start = clock_ns()
-    segments: list[Segment] = []
+    turns = _Turns(sides, step, dispatch, watchdog, clock_ns, progress)
     notes: list[str] = []
-
-    def elapsed_s() -> float:
-        return (clock_ns() - start) / 1e9
-
-    def turn(name: str, kind: str, index: int, rule: StopRule, **kw) -> Segment:
-        if progress is not None and index < 0:
-            progress.phase(f"warming up {name} ({'fed step' if kind == FED else 'input only'})")
-        try:
-            fed = kind == FED
-            run = run_mode(f"{name}:{kind}", sides[name].next_batch, step if fed and dispatch is None else None, rule,
-                           clock_ns=clock_ns, dispatch=dispatch if fed else None, watchdog=watchdog, **kw)
-        except UserCodeError as error:  # say whose turn it was: A's and B's code may differ
-            raise UserCodeError(f"{error.where} (in {name}'s turn)", error.error, error.hint) from error.error
-        finally:
-            if sides[name].end_turn is not None:
-                sides[name].end_turn()
-        segment = Segment(name, kind, index, run)
-        segments.append(segment)
-        return segment
-
-    def ended(segment: Segment) -> str | None:
-        if segment.run.stop_reason in ("interrupted", "out_of_memory", "input_exhausted", "stalled"):
-            return segment.run.stop_reason
-        return None
-
     # Probes: each side's first turn, with the compile step and a longer warm-up; they size the
     # turns and never enter the statistics.
-    stop_reason: str | None = None
-    failed: str | None = None
-    first_fed: set[str] = set()
-    for kind in kinds:
-        for name in sides:
-            seconds = plan.probe_seconds if kind == FED else plan.probe_seconds / 2
-            rule = StopRule(max_seconds=seconds, min_seconds=seconds, min_steps=1, max_steps=plan.max_segment_steps,
-                            warmup_steps=plan.warmup_steps, warmup_max_seconds=max(30.0, plan.max_seconds / 2))
-            until = sides[name].warmup_until if name not in first_fed else None
-            segment = turn(name, kind, -1, rule, warmup_until=until,
-                           first_step_is_compile=kind == FED and name not in first_fed)
-            first_fed.add(name)
-            stop_reason = ended(segment)
-            if stop_reason:
-                failed = name
-                break
-        if stop_reason:
-            break
-
-    segment_s = plan.segment_seconds
-    probe_steps = [stats.median(s.run.step_ns) / 1e9 for s in segments if s.run.steps]
-    if probe_steps:
-        segment_s = max(segment_s, plan.segment_steps * max(probe_steps))
-    # A fresh iterator's warm-up, as the input-only probes saw it (no compile, no cache fill there),
-    # and what it cost beyond its batches' usual time (shuffle buffers filling, files opening).
-    warmups = [s for s in segments if s.kind == INPUT_ONLY and s.run.steps]
-    excess = max((s.run.warmup_ns / 1e9 - s.run.warmup_steps * stats.median(s.run.step_ns) / 1e9 for s in warmups),
-                 default=0.0)
-    segment_s = max(segment_s, TURN_OVER_STARTUP * excess)
-    turns_per_round = len(kinds) * len(sides)
-    segment_s = min(segment_s, max(plan.segment_seconds, plan.max_seconds / (turns_per_round * (plan.looks.first_look + 1))))
-
+    stop_reason, failed = _probe(turns, plan)
+    segment_s, excess = _turn_seconds(plan, turns.segments, len(sides))
     chunks: dict[str, tuple[float, ...]] = {}
     if baseline is not None:
         chunks = {k: tuple(r * baseline_scale for r in chunk_rates(baseline[k].step_ns, segment_s)) for k in kinds}
     sequential = Sequential(plan.looks, clear, baseline=chunks.get(primary))
     rates: dict[str, dict[str, list[float]]] = {k: {n: [] for n in sides} for k in kinds}
     rounds: list[Round] = []
+    if stop_reason is None:
+        stop_reason, failed = _rounds_until_clear(turns, plan, segment_s, sequential, rounds, rates, start,
+                                                  against_saved=a is None)
+    intervals = _intervals(plan, sequential, rates, chunks, against_saved=baseline is not None)
+    if excess > 0.1:
+        notes.append(f"starting a fresh iterator cost up to {excess:.2f} s beyond its first batches (shuffle buffers, "
+                     f"files opening?); every turn starts one, so turns were made {segment_s:.2f} s long "
+                     "(docs/compare.md, \"Switching sides\")")
+    return Rounds(
+        segments=tuple(turns.segments), rounds=tuple(rounds), stop_reason=stop_reason, intervals=intervals,
+        primary=primary, looks_taken=sequential.looks_taken, segment_seconds=segment_s, baseline_chunks=chunks,
+        notes=tuple(notes), failed_side=failed if stop_reason in ("out_of_memory", "input_exhausted", "stalled") else None,
+    )
+
+
+def _check_inputs(a: Side | None, step: Callable[[Any], Any] | None, plan: ComparePlan,
+                  baseline: dict[str, ModeRun] | None, dispatch: Callable[[Any], Callable[[], Any]] | None) -> None:
+    """ValueError unless exactly one of side A and a saved baseline is given, with what each kind needs."""
+    if (a is None) == (baseline is None):
+        raise ValueError("give side A or a saved baseline, not both")
+    if FED in plan.kinds and step is None and dispatch is None:
+        raise ValueError("the fed kind needs a step")
+    if baseline is not None:
+        missing = [k for k in plan.kinds if baseline.get(k) is None or baseline[k].steps < 4]
+        if missing:
+            raise ValueError(f"the saved run has no usable {', '.join(missing)} timings")
+
+
+class _Turns:
+    """Runs one side's turn as a `run_mode` call, ends the side's turn, and keeps every segment."""
+
+    def __init__(self, sides: dict[str, Side], step: Callable[[Any], Any] | None,
+                 dispatch: Callable[[Any], Callable[[], Any]] | None, watchdog: Any,
+                 clock_ns: Callable[[], int], progress: RoundProgress | None) -> None:
+        self.sides, self.step, self.dispatch, self.watchdog = sides, step, dispatch, watchdog
+        self.clock_ns, self.progress = clock_ns, progress
+        self.segments: list[Segment] = []
+
+    def run(self, name: str, kind: str, index: int, rule: StopRule, **kw) -> Segment:
+        if self.progress is not None and index < 0:
+            self.progress.phase(f"warming up {name} ({'fed step' if kind == FED else 'input only'})")
+        side = self.sides[name]
+        try:
+            fed = kind == FED
+            run = run_mode(f"{name}:{kind}", side.next_batch, self.step if fed and self.dispatch is None else None,
+                           rule, clock_ns=self.clock_ns, dispatch=self.dispatch if fed else None,
+                           watchdog=self.watchdog, **kw)
+        except UserCodeError as error:  # say whose turn it was: A's and B's code may differ
+            raise UserCodeError(f"{error.where} (in {name}'s turn)", error.error, error.hint) from error.error
+        finally:
+            if side.end_turn is not None:
+                side.end_turn()
+        segment = Segment(name, kind, index, run)
+        self.segments.append(segment)
+        return segment
+
+
+def _ended(segment: Segment) -> str | None:
+    """The stop reason that ends the rounds (interrupted, out of memory, input exhausted, stalled), or None."""
+    if segment.run.stop_reason in ("interrupted", "out_of_memory", "input_exhausted", "stalled"):
+        return segment.run.stop_reason
+    return None
+
+
+def _probe(turns: _Turns, plan: ComparePlan) -> tuple[str | None, str | None]:
+    """Each side's first turn of each kind; the stop reason and whose turn it was if one ended the run."""
+    first_fed: set[str] = set()
+    for kind in plan.kinds:
+        for name in turns.sides:
+            seconds = plan.probe_seconds if kind == FED else plan.probe_seconds / 2
+            rule = StopRule(max_seconds=seconds, min_seconds=seconds, min_steps=1, max_steps=plan.max_segment_steps,
+                            warmup_steps=plan.warmup_steps, warmup_max_seconds=max(30.0, plan.max_seconds / 2))
+            until = turns.sides[name].warmup_until if name not in first_fed else None
+            segment = turns.run(name, kind, -1, rule, warmup_until=until,
+                                first_step_is_compile=kind == FED and name not in first_fed)
+            first_fed.add(name)
+            stop_reason = _ended(segment)
+            if stop_reason:
+                return stop_reason, name
+    return None, None
+
+
+def _turn_seconds(plan: ComparePlan, probes: list[Segment], n_sides: int) -> tuple[float, float]:
+    """How long a turn lasts, from the probes' step times and what starting a fresh iterator cost beyond its
+    warm-up batches' usual time (that excess is returned too)."""
+    segment_s = plan.segment_seconds
+    probe_steps = [stats.median(s.run.step_ns) / 1e9 for s in probes if s.run.steps]
+    if probe_steps:
+        segment_s = max(segment_s, plan.segment_steps * max(probe_steps))
+    # A fresh iterator's warm-up, as the input-only probes saw it (no compile, no cache fill there),
+    # and what it cost beyond its batches' usual time (shuffle buffers filling, files opening).
+    warmups = [s for s in probes if s.kind == INPUT_ONLY and s.run.steps]
+    excess = max((s.run.warmup_ns / 1e9 - s.run.warmup_steps * stats.median(s.run.step_ns) / 1e9 for s in warmups),
+                 default=0.0)
+    segment_s = max(segment_s, TURN_OVER_STARTUP * excess)
+    turns_per_round = len(plan.kinds) * n_sides
+    segment_s = min(segment_s, max(plan.segment_seconds, plan.max_seconds / (turns_per_round * (plan.looks.first_look + 1))))
+    return segment_s, excess
+
+
+def _rounds_until_clear(turns: _Turns, plan: ComparePlan, segment_s: float, sequential: Sequential,
+                        rounds: list[Round], rates: dict[str, dict[str, list[float]]], start: int, *,
+                        against_saved: bool) -> tuple[str, str | None]:
+    """Rounds (AB, BA, ...; B alone against a saved run) until the sequential test stops or the time cap
+    would be passed; each complete round is appended to `rounds` and its rates to `rates`. Returns the stop
+    reason and whose turn it was if a turn ended the run."""
+    kinds, primary = plan.kinds, plan.kinds[0]
+    turns_per_round = len(kinds) * len(turns.sides)
     index = 0
-    while stop_reason is None:
+    while True:
         projected = rounds[-1].seconds if len(rounds) == 1 else (
             sum(r.seconds for r in rounds) / len(rounds) if rounds else segment_s * turns_per_round * 1.2)
-        if elapsed_s() + projected > plan.max_seconds:
-            stop_reason = "time_cap"
-            break
-        began = clock_ns()
-        order = round_order(index) if a is not None else ("B",)
+        if (turns.clock_ns() - start) / 1e9 + projected > plan.max_seconds:
+            return "time_cap", None
+        began = turns.clock_ns()
+        order = round_order(index) if not against_saved else ("B",)
         measured: dict[str, dict[str, float]] = {k: {} for k in kinds}
         for kind in kinds:
             for name in order:
                 rule = StopRule(max_seconds=segment_s, min_seconds=segment_s, min_steps=1,
                                 max_steps=plan.max_segment_steps, warmup_steps=plan.segment_warmup_steps,
                                 warmup_max_seconds=plan.max_seconds)
-                segment = turn(name, kind, index, rule)
-                stop_reason = ended(segment)
+                segment = turns.run(name, kind, index, rule)
+                stop_reason = _ended(segment)
                 if stop_reason:
-                    failed = name
-                    break
-                measured[kind][name] = segment.batches_per_sec * sides[name].rate_scale
-            if stop_reason:
-                break
-        if stop_reason:
-            break  # a round cut short is left out of the statistics
-        seconds = (clock_ns() - began) / 1e9
+                    return stop_reason, name  # a round cut short is left out of the statistics
+                measured[kind][name] = segment.batches_per_sec * turns.sides[name].rate_scale
+        seconds = (turns.clock_ns() - began) / 1e9
         rounds.append(Round(index, "".join(order), measured, seconds))
         for kind in kinds:
-            for name in sides:
+            for name in turns.sides:
                 rates[kind][name].append(measured[kind][name])
         stop_reason = sequential.add(measured[primary].get("A"), measured[primary]["B"])
-        if progress is not None:
-            progress.round(len(rounds), elapsed_s(), plan.max_seconds, sequential.last)
+        if turns.progress is not None:
+            turns.progress.round(len(rounds), (turns.clock_ns() - start) / 1e9, plan.max_seconds, sequential.last)
+        if stop_reason is not None:
+            return stop_reason, None
         index += 1
 
-    intervals: dict[str, RatioInterval | None] = {primary: sequential.conclude()}
+
+def _intervals(plan: ComparePlan, sequential: Sequential, rates: dict[str, dict[str, list[float]]],
+               chunks: dict[str, tuple[float, ...]], *, against_saved: bool) -> dict[str, RatioInterval | None]:
+    """B/A per kind: the primary kind's from the sequential test, the others' paired (or unpaired against a
+    saved run's chunks)."""
+    kinds = plan.kinds
+    intervals: dict[str, RatioInterval | None] = {kinds[0]: sequential.conclude()}
     level, confidence = plan.looks.level, plan.looks.confidence
     for kind in kinds[1:]:
-        if baseline is not None:
+        if against_saved:
             intervals[kind] = unpaired_ratio(chunks[kind], rates[kind]["B"], level, confidence)
         else:
             intervals[kind] = paired_ratio(rates[kind]["A"], rates[kind]["B"], level, confidence)
-    if excess > 0.1:
-        notes.append(f"starting a fresh iterator cost up to {excess:.2f} s beyond its first batches (shuffle buffers, "
-                     f"files opening?); every turn starts one, so turns were made {segment_s:.2f} s long "
-                     "(docs/compare.md, \"Switching sides\")")
-    return Rounds(
-        segments=tuple(segments), rounds=tuple(rounds), stop_reason=stop_reason, intervals=intervals,
-        primary=primary, looks_taken=sequential.looks_taken, segment_seconds=segment_s, baseline_chunks=chunks,
-        notes=tuple(notes), failed_side=failed if stop_reason in ("out_of_memory", "input_exhausted", "stalled") else None,
-    )
+    return intervals

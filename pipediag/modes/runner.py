@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pipediag import stats
-from pipediag.errors import UserCodeError
+from pipediag.modes.stepping import Clocked, OutOfMemory, Overlapped, guarded
 from pipediag.modes.watchdog import Stalled, Watchdog
 from pipediag.steps.device_memory import FrameworkMemory
-from pipediag.steps.oom import framework_of, is_out_of_memory
+from pipediag.steps.oom import framework_of
 
 ProgressFn = Callable[[str, float, float, int], None]  # mode, elapsed_s, cap_s, steps
 
@@ -165,122 +165,6 @@ class ModeRun:
 MAX_NEW_SHAPE_STEPS = 8
 
 
-def batch_shape(batch: Any) -> Any:
-    """The shapes of a batch's arrays (nested tuples, dict keys sorted), what tf.function, Keras and
-    jax.jit key their traces on; None for an element without a shape. No framework imported: a
-    TensorFlow TensorShape, a NumPy shape and a torch.Size all iterate as dimensions."""
-    if isinstance(batch, dict):
-        return tuple((str(k), batch_shape(batch[k])) for k in sorted(batch, key=str))
-    if isinstance(batch, (list, tuple)):
-        return tuple(batch_shape(v) for v in batch)
-    shape = getattr(batch, "shape", None)
-    if shape is None:
-        return None
-    try:
-        return tuple(None if d is None else int(d) for d in shape)
-    except (TypeError, ValueError):
-        return None
-
-
-class _OutOfMemory(Exception):
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-@dataclass
-class _Clocked:
-    clock_ns: Callable[[], int]
-    next_batch: Callable[[], Any]
-    step: Callable[[Any], Any] | None
-    doing: str = "fetch"  # what the last call was doing: "fetch" (a batch) or "step"; names a stall
-    shape: Any = None  # the last batch's shapes (batch_shape)
-
-    def one(self) -> tuple[int, int]:
-        t0 = self.clock_ns()
-        self.doing = "fetch"
-        batch = self._fetch()
-        t1 = self.clock_ns()
-        self.shape = batch_shape(batch)
-        if self.step is not None:
-            self.doing = "step"
-            self._guard(lambda: self.step(batch))
-        t2 = self.clock_ns()
-        return t1 - t0, t2 - t1
-
-    def drain(self) -> int:
-        return 0
-
-    def _fetch(self) -> Any:
-        try:
-            return self.next_batch()
-        except (StopIteration, KeyboardInterrupt):
-            raise
-        except Exception as error:
-            raise UserCodeError("pipeline", error, "the error happened while producing a batch") from error
-
-    @staticmethod
-    def _guard(fn: Callable[[], Any]) -> Any:
-        """Run the user's step (or wait for it): out of memory ends the mode, other errors are theirs."""
-        try:
-            return fn()
-        except KeyboardInterrupt:
-            raise
-        except Exception as error:
-            if is_out_of_memory(error):
-                raise _OutOfMemory(error) from error
-            raise UserCodeError("step", error, "the step failed on a batch from the pipeline") from error
-
-
-class Overlapped(_Clocked):
-    """Lag-1 stepping for a dispatchable step: fetch batch i, wait for step i-1, dispatch step i.
-
-    While batch i is fetched, step i-1 runs on the device. The device work a fetch can hide
-    behind is what is left of a step after its dispatch returns: `hideable_ns`, measured in
-    synthetic mode as the median wait for the previous step (input is free there, so that wait
-    is all device work, plus the fixed cost of asking). The part of a fetch beyond it is time the
-    device sat idle for input: the step's wait. Without that figure the whole fetch counts (an
-    upper bound). A host step (NumPy) returns finished work: its `hideable_ns` is ~0 and its
-    whole fetch counts, as in synchronous timing.
-
-    The wait for the previous step after each fetch is recorded too (`block_ns`), but not used
-    to decide: on the H200 asking a finished JAX step took 20-80 µs, as long as a short step's
-    remaining work, so "still busy" cannot be read from it reliably.
-    """
-
-    def __init__(self, clock_ns, next_batch, dispatch, hideable_ns: int | None):
-        super().__init__(clock_ns, next_batch, None)
-        self.dispatch = dispatch
-        self.hideable_ns = hideable_ns
-        self.pending: Callable[[], Any] | None = None
-        self.last = (0, 0)  # the last step's (fetch, block) nanoseconds
-
-    def one(self) -> tuple[int, int]:
-        t0 = self.clock_ns()
-        self.doing = "fetch"
-        batch = self._fetch()
-        t1 = self.clock_ns()
-        self.shape = batch_shape(batch)
-        self.drain()
-        t2 = self.clock_ns()
-        self.doing = "step"
-        self.pending = self._guard(lambda: self.dispatch(batch))
-        t3 = self.clock_ns()
-        fetch, block = t1 - t0, t2 - t1
-        exposed = max(0, fetch - (self.hideable_ns or 0))
-        self.last = (fetch, block)
-        return exposed, (t3 - t0) - exposed
-
-    def drain(self) -> int:
-        """Wait for the step in flight, if any; returns the nanoseconds waited."""
-        if self.pending is None:
-            return 0
-        finish, self.pending = self.pending, None
-        self.doing = "step"
-        t0 = self.clock_ns()
-        self._guard(finish)
-        return self.clock_ns() - t0
-
-
 def run_mode(
     name: str,
     next_batch: Callable[[], Any],
@@ -311,168 +195,185 @@ def run_mode(
     if dispatch is not None and step is not None:
         raise ValueError("give step or dispatch, not both")
     overlapped = Overlapped(clock_ns, next_batch, dispatch, hideable_ns) if dispatch is not None else None
-    clocked = overlapped or _Clocked(clock_ns, next_batch, step)
-    guarded = _guarded(clocked, watchdog, name)
-    notes: list[str] = []
-    first_step_ns: int | None = None
-    warmup_steps = 0
-    late_warmup: list[tuple[int, int, int, int]] = []  # (wait, compute, fetch, block) past the fixed warm-up
-    warm_start = clock_ns()
-    window_start = warm_start
-    wait: list[int] = []
-    compute: list[int] = []
-    fetch: list[int] = []
-    block: list[int] = []
-    track_shapes = step is not None or dispatch is not None
-    seen: set[Any] = set()
-    new_shape: list[tuple[int, int, int, int, int]] = []  # (position, wait, compute, fetch, block)
+    clocked = overlapped or Clocked(clock_ns, next_batch, step)
+    timer = _ModeTimer(name, clocked, overlapped, guarded(clocked, watchdog, name), rule, clock_ns, progress,
+                       hideable_ns, track_shapes=step is not None or dispatch is not None)
+    try:
+        timer.warm_up(first_step_is_compile, warmup_until)
+        return timer.time()  # ends time_cap, max_steps or stable
+    except OutOfMemory as oom:
+        return timer.finish("out_of_memory", oom.error)
+    except StopIteration:
+        return timer.finish("input_exhausted")
+    except KeyboardInterrupt:
+        timer.keep_late_warmup()
+        return timer.finish("interrupted")
+    except Stalled as stall:
+        return timer.finish("stalled", stall)
 
-    def seen_shape() -> bool:
+
+class _ModeTimer:
+    """One mode's warm-up, timed steps and ending (run_mode): the per-step timings kept so far, the
+    steps of new batch shapes kept out of them, and the notes."""
+
+    def __init__(self, name: str, clocked: Clocked, overlapped: Overlapped | None,
+                 guarded: Callable[[Callable[[], Any]], Any], rule: StopRule, clock_ns: Callable[[], int],
+                 progress: ProgressFn | None, hideable_ns: int | None, *, track_shapes: bool) -> None:
+        self.name, self.clocked, self.overlapped, self.guarded = name, clocked, overlapped, guarded
+        self.rule, self.clock_ns, self.progress, self.hideable_ns = rule, clock_ns, progress, hideable_ns
+        self.track_shapes = track_shapes
+        self.notes: list[str] = []
+        self.first_step_ns: int | None = None
+        self.warmup_steps = 0
+        self.late_warmup: list[tuple[int, int, int, int]] = []  # (wait, compute, fetch, block) past the fixed warm-up
+        self.warm_start = clock_ns()
+        self.window_start = self.warm_start
+        self.wait: list[int] = []
+        self.compute: list[int] = []
+        self.fetch: list[int] = []
+        self.block: list[int] = []
+        self.seen: set[Any] = set()
+        self.new_shape: list[tuple[int, int, int, int, int]] = []  # (position, wait, compute, fetch, block)
+
+    def seen_shape(self) -> bool:
         """Whether the last batch's shape was seen before in this mode; records it."""
         try:
-            known = clocked.shape in seen
-            seen.add(clocked.shape)
+            known = self.clocked.shape in self.seen
+            self.seen.add(self.clocked.shape)
         except TypeError:  # an unhashable shape: treat as seen (nothing kept out)
             return True
         return known
 
-    def put_back() -> None:
-        for offset, (at, w, c, f, b) in enumerate(new_shape):
-            wait.insert(at + offset, w)
-            compute.insert(at + offset, c)
-            if overlapped is not None:
-                fetch.insert(at + offset, f)
-                block.insert(at + offset, b)
-
-    def finish(reason: str, error: BaseException | None = None) -> ModeRun:
-        if overlapped is not None and error is None and reason not in ("interrupted", "stalled"):
-            try:
-                guarded(overlapped.drain)  # the last step's work ends inside this mode, not in the next
-            except _OutOfMemory as oom:
-                reason, error = "out_of_memory", oom.error
-            except Stalled as stall:
-                reason, error = "stalled", stall
-        kept_ns: tuple[int, ...] = ()
-        if len(new_shape) > MAX_NEW_SHAPE_STEPS or 2 * len(new_shape) > len(new_shape) + len(wait):
-            notes.append(f"{len(new_shape)} batch shapes new to the mode among its {len(new_shape) + len(wait)} timed "
-                         "steps: the shapes keep changing, so each new shape's retrace is part of the steady state "
-                         "and stays in the timings")
-            put_back()
-        elif new_shape:
-            kept_ns = tuple(w + c for _, w, c, _, _ in new_shape)
-            notes.append(f"first step of each new batch shape ({len(kept_ns)}): "
-                         + ", ".join(f"{ns / 1e6:.0f} ms" for ns in kept_ns)
-                         + ", kept out of the timings like the first step (a retrace per new input shape)")
-        return ModeRun(
-            name=name,
-            start_ns=window_start,
-            end_ns=clock_ns(),
-            wait_ns=tuple(wait),
-            compute_ns=tuple(compute),
-            first_step_ns=first_step_ns,
-            warmup_steps=warmup_steps,
-            warmup_ns=window_start - warm_start,
-            stop_reason=reason,
-            error=None if error is None else ErrorInfo.from_exception(error),
-            notes=tuple(notes),
-            fetch_ns=tuple(fetch),
-            block_ns=tuple(block),
-            hideable_ns=hideable_ns if overlapped is not None else None,
-            new_shape_steps_ns=kept_ns,
-        )
-
-    try:
+    def warm_up(self, first_step_is_compile: bool, warmup_until: Callable[[], bool] | None) -> None:
+        """The compile step (if it is one), then the fixed warm-up, extended while `warmup_until` is False."""
+        rule, guarded, clocked, overlapped = self.rule, self.guarded, self.clocked, self.overlapped
         if first_step_is_compile:
             w, c = guarded(clocked.one)
-            first_step_ns = w + c + guarded(clocked.drain)  # the first step's own device work included
-            seen_shape()
-            warmup_steps += 1
-        compile_steps = warmup_steps
+            self.first_step_ns = w + c + guarded(clocked.drain)  # the first step's own device work included
+            self.seen_shape()
+            self.warmup_steps += 1
+        compile_steps = self.warmup_steps
         while True:
-            elapsed_s = (clock_ns() - warm_start) / 1e9
-            wanted = warmup_steps - compile_steps < rule.warmup_steps or (
+            elapsed_s = (self.clock_ns() - self.warm_start) / 1e9
+            wanted = self.warmup_steps - compile_steps < rule.warmup_steps or (
                 warmup_until is not None and not warmup_until()
             )
             if not wanted:
                 break
             if elapsed_s > rule.warmup_max_seconds:
-                notes.append(f"warm-up stopped after {elapsed_s:.1f} s before its condition was met")
+                self.notes.append(f"warm-up stopped after {elapsed_s:.1f} s before its condition was met")
                 break
             w, c = guarded(clocked.one)
-            if warmup_steps - compile_steps >= rule.warmup_steps:
+            if self.warmup_steps - compile_steps >= rule.warmup_steps:
                 f, b = overlapped.last if overlapped is not None else (0, 0)
-                late_warmup.append((w, c, f, b))  # past the fixed warm-up: kept if the run ends before timing
-            seen_shape()
-            warmup_steps += 1
-            if progress is not None:
-                progress(name, 0.0, rule.max_seconds, 0)
+                self.late_warmup.append((w, c, f, b))  # past the fixed warm-up: kept if the run ends before timing
+            self.seen_shape()
+            self.warmup_steps += 1
+            if self.progress is not None:
+                self.progress(self.name, 0.0, rule.max_seconds, 0)
 
-        window_start = clock_ns()
+    def time(self) -> ModeRun:
+        """Timed steps until the time cap, the step cap, or stable timings."""
+        rule, overlapped = self.rule, self.overlapped
+        wait, compute = self.wait, self.compute
+        self.window_start = self.clock_ns()
         last_check = 0
         last_progress_ns = 0
         while True:
-            w, c = guarded(clocked.one)
+            w, c = self.guarded(self.clocked.one)
             f, b = overlapped.last if overlapped is not None else (0, 0)
-            if track_shapes and not seen_shape():
-                new_shape.append((len(wait), w, c, f, b))
+            if self.track_shapes and not self.seen_shape():
+                self.new_shape.append((len(wait), w, c, f, b))
             else:
                 wait.append(w)
                 compute.append(c)
                 if overlapped is not None:
-                    fetch.append(f)
-                    block.append(b)
-            now = clock_ns()
-            elapsed_s = (now - window_start) / 1e9
+                    self.fetch.append(f)
+                    self.block.append(b)
+            now = self.clock_ns()
+            elapsed_s = (now - self.window_start) / 1e9
             n = len(wait)
-            if progress is not None and now - last_progress_ns > 50_000_000:
-                progress(name, elapsed_s, rule.max_seconds, n)
+            if self.progress is not None and now - last_progress_ns > 50_000_000:
+                self.progress(self.name, elapsed_s, rule.max_seconds, n)
                 last_progress_ns = now
             if elapsed_s >= rule.max_seconds:
-                return finish("time_cap")
+                return self.finish("time_cap")
             if n >= rule.max_steps:
-                return finish("max_steps")
+                return self.finish("max_steps")
             # Checking costs O(n log n): do it only when the count has grown by an eighth.
             if n >= rule.min_steps and elapsed_s >= rule.min_seconds and n >= last_check * 1.125:
                 last_check = n
                 if is_stable([a + b for a, b in zip(wait, compute)], rule.rel_half_width, rule.mean_rel_half_width):
-                    return finish("stable")
-    except _OutOfMemory as oom:
-        return finish("out_of_memory", oom.error)
-    except StopIteration:
-        return finish("input_exhausted")
-    except KeyboardInterrupt:
-        if not wait and late_warmup:
-            # Interrupted while waiting for the step's speed to settle: keep what those steps
-            # measured, said so, rather than a mode of no steps.
-            wait.extend(w for w, _, _, _ in late_warmup)
-            compute.extend(c for _, c, _, _ in late_warmup)
-            if overlapped is not None:
-                fetch.extend(f for _, _, f, _ in late_warmup)
-                block.extend(b for _, _, _, b in late_warmup)
-            window_start = warm_start
-            notes.append(f"interrupted during warm-up: its last {len(late_warmup)} steps (after the first "
-                         f"{rule.warmup_steps}) stand in for the timings, and may be slower than the steady state")
-        return finish("interrupted")
-    except Stalled as stall:
-        return finish("stalled", stall)
+                    return self.finish("stable")
 
+    def keep_late_warmup(self) -> None:
+        """Interrupted while waiting for the step's speed to settle: keep what those steps measured,
+        said so, rather than a mode of no steps."""
+        late = self.late_warmup
+        if self.wait or not late:
+            return
+        self.wait.extend(w for w, _, _, _ in late)
+        self.compute.extend(c for _, c, _, _ in late)
+        if self.overlapped is not None:
+            self.fetch.extend(f for _, _, f, _ in late)
+            self.block.extend(b for _, _, _, b in late)
+        self.window_start = self.warm_start
+        self.notes.append(f"interrupted during warm-up: its last {len(late)} steps (after the first "
+                          f"{self.rule.warmup_steps}) stand in for the timings, and may be slower than the steady state")
 
-def _guarded(clocked: _Clocked, watchdog: Watchdog | None, mode: str) -> Callable[[Callable[[], Any]], Any]:
-    """Call `fn` under the watchdog's deadline; a stall is named by what the step was doing."""
-    if watchdog is None:
-        return lambda fn: fn()
+    def put_back(self) -> None:
+        for offset, (at, w, c, f, b) in enumerate(self.new_shape):
+            self.wait.insert(at + offset, w)
+            self.compute.insert(at + offset, c)
+            if self.overlapped is not None:
+                self.fetch.insert(at + offset, f)
+                self.block.insert(at + offset, b)
 
-    def call(fn: Callable[[], Any]) -> Any:
-        try:
-            return watchdog.call(fn, f"{mode} mode")
-        except Stalled as stall:
-            stall.in_step = clocked.doing == "step"
-            doing = ("inside the step (it did not return)" if stall.in_step
-                     else "waiting for the next batch from the pipeline")
-            stall.what = f"{mode} mode, {doing}"
-            raise
+    def new_shape_steps(self) -> tuple[int, ...]:
+        """The new shapes' first steps kept out of the timings, with their note; or put back, when
+        the shapes keep changing."""
+        new_shape, notes = self.new_shape, self.notes
+        if len(new_shape) > MAX_NEW_SHAPE_STEPS or 2 * len(new_shape) > len(new_shape) + len(self.wait):
+            notes.append(f"{len(new_shape)} batch shapes new to the mode among its {len(new_shape) + len(self.wait)} timed "
+                         "steps: the shapes keep changing, so each new shape's retrace is part of the steady state "
+                         "and stays in the timings")
+            self.put_back()
+            return ()
+        if new_shape:
+            kept_ns = tuple(w + c for _, w, c, _, _ in new_shape)
+            notes.append(f"first step of each new batch shape ({len(kept_ns)}): "
+                         + ", ".join(f"{ns / 1e6:.0f} ms" for ns in kept_ns)
+                         + ", kept out of the timings like the first step (a retrace per new input shape)")
+            return kept_ns
+        return ()
 
-    return call
+    def finish(self, reason: str, error: BaseException | None = None) -> ModeRun:
+        overlapped = self.overlapped
+        if overlapped is not None and error is None and reason not in ("interrupted", "stalled"):
+            try:
+                self.guarded(overlapped.drain)  # the last step's work ends inside this mode, not in the next
+            except OutOfMemory as oom:
+                reason, error = "out_of_memory", oom.error
+            except Stalled as stall:
+                reason, error = "stalled", stall
+        kept_ns = self.new_shape_steps()
+        return ModeRun(
+            name=self.name,
+            start_ns=self.window_start,
+            end_ns=self.clock_ns(),
+            wait_ns=tuple(self.wait),
+            compute_ns=tuple(self.compute),
+            first_step_ns=self.first_step_ns,
+            warmup_steps=self.warmup_steps,
+            warmup_ns=self.window_start - self.warm_start,
+            stop_reason=reason,
+            error=None if error is None else ErrorInfo.from_exception(error),
+            notes=tuple(self.notes),
+            fetch_ns=tuple(self.fetch),
+            block_ns=tuple(self.block),
+            hideable_ns=self.hideable_ns if overlapped is not None else None,
+            new_shape_steps_ns=kept_ns,
+        )
 
 
 def is_stable(step_ns: list[int] | tuple[int, ...], rel_half_width: float, mean_rel_half_width: float) -> bool:

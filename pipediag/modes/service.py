@@ -20,20 +20,18 @@ from typing import Any
 from pipediag.backends.tf import tf
 from pipediag.analysis.visitation import PROCESSING_MODES
 from pipediag.builder.graph import PipelineGraph
+from pipediag.builder.graph_ops import PY_OPS
 from pipediag.builder.stages import Stage
 from pipediag.errors import UsageError
 from pipediag.modes.feeds import BatchFeed
 from pipediag.service.cluster import ServiceError
 
-_PY_OPS = {"EagerPyFunc", "PyFunc", "PyFuncStateless"}
-
-
 def graph_calls_python(graph: PipelineGraph) -> bool:
     """Any op anywhere in the pipeline's graph (side inputs and nested functions included)
     calls back into Python."""
-    if any(node.op in _PY_OPS for node in graph.graph_def.node):
+    if any(node.op in PY_OPS for node in graph.graph_def.node):
         return True
-    return any(node.op in _PY_OPS for f in graph.graph_def.library.function for node in f.node_def)
+    return any(node.op in PY_OPS for f in graph.graph_def.library.function for node in f.node_def)
 
 
 def refuse_python(stages: Sequence[Stage], graph: PipelineGraph | None) -> None:

@@ -58,6 +58,7 @@ Pure: stages in, `Change`s out. The rules, and why:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pipediag.builder.stages import Stage
 from pipediag.modes.changes import Change
@@ -95,24 +96,28 @@ class TuningFacts:
     default_threads: int | None = None
 
 
+def _at(s: Stage, kind: str, description: str, *, applied: bool = True, **fields: Any) -> Change:
+    """A change of `kind` at stage `s` (its label and node)."""
+    return Change(kind=kind, stage=s.label, node=s.node, description=description, applied=applied, **fields)
+
+
+def _per_element_draws(change: Change) -> Change:
+    """The change, noting that its stage draws random numbers per element (so must the rewrite)."""
+    return Change(**{**change.to_dict(), "details": {**change.details, "draws": "per_element"}})
+
+
 def parallel_map_changes(stages: list[Stage], facts: TuningFacts) -> list[Change]:
     changes = []
     for s in stages:
         if s.kind != "map":
             continue
-        change = Change(
-            kind="parallel_map",
-            stage=s.label,
-            node=s.node,
-            description=f"{s.label}: num_parallel_calls=AUTOTUNE, deterministic order (was serial)",
-            applied=True,
-        )
+        change = _at(s, "parallel_map", f"{s.label}: num_parallel_calls=AUTOTUNE, deterministic order (was serial)")
         if s.writes_state:
             changes.append(change.skipped("its function writes state (variables or tables): parallel calls would change results"))
         elif not (s.is_random or s.has_py_function) and facts.map_parallelization_on:
             changes.append(change.skipped("stateless: TensorFlow's map_parallelization already runs it in parallel"))
         elif s.is_random:
-            changes.append(Change(**{**change.to_dict(), "details": {**change.details, "draws": "per_element"}}))
+            changes.append(_per_element_draws(change))
         else:
             changes.append(change)
     return changes
@@ -122,26 +127,14 @@ def interleave_changes(stages: list[Stage]) -> list[Change]:
     changes = []
     for s in stages:
         if s.kind == "interleave":
-            changes.append(
-                Change(
-                    kind="interleave",
-                    stage=s.label,
-                    node=s.node,
-                    description=f"{s.label}: num_parallel_calls=AUTOTUNE (was serial); output order unchanged",
-                    applied=not s.writes_state,
-                    reason="its function writes state" if s.writes_state else None,
-                )
-            )
+            changes.append(_at(s, "interleave", f"{s.label}: num_parallel_calls=AUTOTUNE (was serial); output order unchanged",
+                               applied=not s.writes_state,
+                               reason="its function writes state" if s.writes_state else None))
         elif s.kind == "source" and s.reader and (s.source_files or 0) > 1:
             shuffled_later = any(t.kind == "shuffle" for t in stages if t.index > s.index)
-            change = Change(
-                kind="interleave",
-                stage=s.label,
-                node=s.node,
-                description=f"{s.reader} over {s.source_files} files: read several at once with a parallel interleave",
-                applied=True,
-                details={"files": s.source_files},
-            )
+            change = _at(s, "interleave",
+                         f"{s.reader} over {s.source_files} files: read several at once with a parallel interleave",
+                         details={"files": s.source_files})
             changes.append(
                 change if shuffled_later else change.skipped("no shuffle follows, and interleaving files changes the order")
             )
@@ -206,177 +199,6 @@ def decode_crop_under_cache(change: Change, cache: Change | None, chain: list[st
         return change.skipped(f"the cache planned after {cache.stage} holds the decoded images: each is decoded once, "
                               f"and decoding the window after it would decode every epoch")
     return change
-
-
-def _ends_determinism(s: Stage) -> bool:
-    """Stages whose output differs from epoch to epoch, or that cannot be replayed from a cache."""
-    return (s.is_random and not s.fixed_order) or s.has_py_function or s.writes_state or s.kind == "repeat"
-
-
-def reshuffles(s: Stage) -> bool:
-    """A shuffle that draws a new order every epoch (the default `reshuffle_each_iteration=True`)."""
-    return s.kind == "shuffle" and s.is_random and not s.fixed_order and not s.op.startswith("ShuffleAndRepeat")
-
-
-def _broadcast_repeat(stages: list[Stage], s: Stage) -> bool:
-    """A repeat that only broadcasts one branch of a zip: `zip(from_tensors(x).repeat(), indices)`
-    (Keras' timeseries_dataset_from_array gathers each window from the repeated array this way).
-    Its zip ends with its shortest input, so the stream is not an epoch repeat; whether it is finite
-    at the cache point is checked there, by the cut's cardinality (an infinite one gets no cache)."""
-    later = [t for t in stages if t.index > s.index]
-    return s.kind == "repeat" and bool(later) and later[0].kind == "zip"
-
-
-def _deepest(stages: list[Stage]) -> tuple[Stage | None, Stage | None, Stage | None, Stage | None]:
-    """(point, prefetch right behind it, existing cache, the stage that ended the search)."""
-    point = existing = after = None
-    for s in stages:
-        if _ends_determinism(s) and not _broadcast_repeat(stages, s):
-            return point, after, existing, s
-        if s.kind in ("cache", "snapshot"):
-            existing, after = s, None
-        elif s.kind in ("prefetch", "options"):
-            after = s if after is not None else None
-        else:
-            point = after = s
-    return point, after, existing, None
-
-
-def _in_memory(stages: list[Stage], point: Stage | None) -> bool:
-    """Nothing up to `point` but tensors in memory, regrouped or put in a fixed order."""
-    return point is None or in_memory_upto([s for s in stages if not s.fixed_order], point.index)
-
-
-def cache_point(stages: list[Stage]) -> CachePoint | None:
-    """Where a cache would go: after the deepest stage before the first random, Python or
-    state-writing one, and after any prefetch right behind it (a replay then skips its hand-off
-    too). A shuffle that does not reshuffle is not random here: every epoch sees the same order,
-    so a cache past it replays exactly what the pipeline would give. A cache the pipeline already
-    has does not end the search (tensorflow-datasets caches small datasets after decoding, before
-    its own stages); it is kept in `existing`.
-
-    Where nothing but in-memory tensors comes before the first reshuffling shuffle (a file list
-    shuffled every epoch, then read and decoded), the search goes on past that shuffle, but only
-    when the stage that ends it is a second, reshuffling shuffle over the elements: the cache then
-    replays the first epoch's file order and that element shuffle keeps every epoch random (what
-    changes is said in the change). None when nothing fits."""
-    point, after, existing, stop = _deepest(stages)
-    if _in_memory(stages, point) and stop is not None and reshuffles(stop):
-        rest = [s for s in stages if s.index > stop.index]
-        p2, after2, existing2, stop2 = _deepest(rest)
-        work = p2 is not None and not _in_memory([t for t in stages if t is not stop], p2)
-        if work and stop2 is not None and reshuffles(stop2):
-            if existing2 is not None and existing2.index > p2.index:
-                return CachePoint(p2, p2.node, existing2, frozen=stop, element_shuffle=stop2)
-            return CachePoint(p2, (after2 or p2).node, existing2, frozen=stop, element_shuffle=stop2)
-    if _in_memory(stages, point):
-        return None  # caching in-memory tensors gains nothing
-    if existing is not None and existing.index > point.index:
-        return CachePoint(point, point.node, existing)
-    return CachePoint(point, (after or point).node, existing)
-
-
-def order_change(point: CachePoint, elements: int | None) -> str | None:
-    """What a cache past a reshuffling shuffle changes in the order training sees, or None."""
-    if point.frozen is None or point.element_shuffle is None:
-        return None
-    shuffle = point.element_shuffle
-    text = (f"the cache replays the order {point.frozen.label} drew in the first epoch; later epochs are "
-            f"reordered only by {shuffle.label}")
-    reach = shuffle.buffer_size
-    if reach is not None and reach > 0 and elements is not None and reach >= elements:
-        return text + (f", whose buffer holds all {elements} elements: every epoch is still a uniformly random "
-                       "order, nothing changes")
-    if reach is not None and reach > 0 and elements is not None:
-        return text + (f", which mixes within {reach} of the {elements} elements: what came late in the first "
-                       "epoch stays late-ish (the file order of later epochs no longer changes)")
-    return text + ": the file order of later epochs no longer changes"
-
-
-IN_MEMORY_SOURCES = ("RangeDataset", "TensorSliceDataset", "TensorDataset")
-# Stages that only regroup elements they are given: no decoding, parsing or computing to save.
-_REGROUPING_KINDS = {"batch", "unbatch", "take", "skip", "shard", "zip", "concatenate", "prefetch", "options",
-                     "cache", "snapshot"}
-
-
-def in_memory_upto(stages: list[Stage], index: int) -> bool:
-    """Every stage up to `index` reads tensors already in memory or only regroups them."""
-    for s in stages:
-        if s.index > index:
-            continue
-        if s.kind == "source":
-            if s.op not in IN_MEMORY_SOURCES:
-                return False
-        elif s.kind not in _REGROUPING_KINDS:
-            return False
-    return True
-
-
-def cache_change(point: CachePoint, estimate: CacheEstimate, facts: TuningFacts) -> Change:
-    description = f"cache() after {point.stage.label} (the last deterministic stage), in memory"
-    if point.existing is not None and not point.already_cached:
-        description += f"; the pipeline's own {point.existing.label} comes earlier, so the stages after it run every epoch"
-    order = order_change(point, estimate.elements)
-    if order is not None:
-        description += f"; {order}"
-    change = Change(
-        kind="cache",
-        stage=point.stage.label,
-        node=point.node,
-        description=description,
-        applied=True,
-        details={
-            "elements": estimate.elements,
-            "estimated_bytes": estimate.total_bytes,
-            "estimated_fill_seconds": estimate.fill_seconds,
-            "elements_from": "one counting pass" if estimate.counted else "cardinality",
-            **({"order_change": order} if order is not None else {}),
-        },
-    )
-    if estimate.elements is None:
-        return change.skipped(estimate.unknown_reason or "the pipeline is infinite or of unknown length at that point")
-    if estimate.total_bytes is None:
-        return change.skipped("could not estimate the size of its elements")
-    if estimate.total_bytes > facts.ram_budget_bytes:
-        return change.skipped(
-            f"it would hold ~{estimate.total_bytes / 2**30:.1f} GiB, over the RAM budget of "
-            f"{facts.ram_budget_bytes / 2**30:.1f} GiB: consider snapshot() to disk"
-        )
-    if estimate.fill_seconds is not None and estimate.fill_seconds > facts.fill_budget_seconds:
-        return change.skipped(
-            f"filling it takes one full pass (~{estimate.fill_seconds:.0f} s), longer than the "
-            f"{facts.fill_budget_seconds:.0f} s pipediag allows itself"
-        )
-    if estimate.counted:
-        return Change(**{**change.to_dict(), "description": change.description + (
-            f"; {estimate.elements} elements, ~{estimate.total_bytes / 2**20:.0f} MiB, counted in one "
-            f"{estimate.fill_seconds:.1f} s pass (TensorFlow does not know the length there)")})
-    return change
-
-
-def already_cached_change(point: CachePoint) -> Change:
-    return Change(
-        kind="cache",
-        stage=point.stage.label,
-        node=point.node,
-        description=f"cache() after {point.stage.label} (the last deterministic stage), in memory",
-        applied=False,
-        reason=f"the pipeline already caches there ({point.existing.label} right after {point.stage.label})",
-    )
-
-
-def counting_verdict(elements: int, total_bytes: float, seconds: float, done: bool,
-                     facts: TuningFacts) -> str | None:
-    """While a counting pass runs: why to stop it now (a reason the cache is left out), or None
-    to go on. Over the RAM budget is checked first: then snapshot to disk is the advice."""
-    if total_bytes > facts.ram_budget_bytes:
-        return (f"its length is unknown, and one pass to count it passed the RAM budget of "
-                f"{facts.ram_budget_bytes / 2**30:.1f} GiB after {elements} elements (~{total_bytes / 2**30:.1f} GiB): "
-                "consider snapshot() to disk")
-    if seconds > facts.fill_budget_seconds and not done:
-        return (f"its length is unknown, and one pass to count it did not end within "
-                f"{facts.fill_budget_seconds:g} s ({elements} elements so far): it may be endless, or too long to fill")
-    return None
 
 
 # Stages after which TensorFlow's inject_prefetch adds nothing: they already run ahead of their consumer.
@@ -449,14 +271,9 @@ def vectorize_changes(stages: list[Stage], cached_upto: int | None = None,
         if s.kind not in ("map", "parallel_map") or after.op not in VECTORIZE_BATCH_OPS or not s.function:
             continue
         size = after.buffer_size
-        change = Change(
-            kind="vectorize_map",
-            stage=s.label,
-            node=s.node,
-            description=f"{after.label} before {s.label}: {s.function} runs once per batch instead of once per element",
-            applied=True,
-            details={"batch_node": after.node, "batch_size": size, "function": s.function},
-        )
+        change = _at(s, "vectorize_map",
+                     f"{after.label} before {s.label}: {s.function} runs once per batch instead of once per element",
+                     details={"batch_node": after.node, "batch_size": size, "function": s.function})
         per_call = (draws or {}).get(s.node, "it draws random numbers: one draw per batch would differ from one per element")
         if s.is_random and per_call is not None:
             changes.append(change.skipped(per_call))
@@ -469,7 +286,7 @@ def vectorize_changes(stages: list[Stage], cached_upto: int | None = None,
         elif cached_upto is not None and s.index <= cached_upto:
             changes.append(change.skipped("its output is cached: its work is done once, not every epoch"))
         elif s.is_random:
-            changes.append(Change(**{**change.to_dict(), "details": {**change.details, "draws": "per_element"}}))
+            changes.append(_per_element_draws(change))
         else:
             changes.append(change)
     return changes
@@ -530,20 +347,3 @@ def batch_csv_change(reader: Stage, batch: Stage | None, problem: str | None, sc
     return Change(**{**change.to_dict(), "description": f"{description}; {caveat}",
                      "details": {**change.details, "quoted_newlines": caveat}})
 
-
-def cache_at_csv_reader(point: CachePoint, csv: Change) -> Change:
-    """A cache right after the stage whose CSV is read as lines (`csv`, applied) is left out,
-    before its counting pass: after that rewrite it would hold unparsed lines, saving only the
-    file reads (the parsing runs after the batch either way); and a cache of parsed rows, the
-    only other thing it could hold, still moves every row as one tensor per column through the
-    shuffle and the batch each epoch, the per-row cost the CSV change removes. Filling it also
-    costs one whole row-by-row pass (tf_csv: the counting pass and a 20 s fill that did not end)."""
-    return Change(
-        kind="cache",
-        stage=point.stage.label,
-        node=point.node,
-        description=f"cache() after {point.stage.label} (the last deterministic stage), in memory",
-        applied=False,
-        reason=(f"{csv.stage} is read as lines and parsed after the batch instead (vectorize_map): a cache there "
-                "would hold unparsed lines, and one of parsed rows would still move them row by row every epoch"),
-    )

@@ -159,18 +159,8 @@ def measure_anatomy(
     plan = timing_plan(stages, batch_size)
     factors = [f for f, _ in elements_per_batch(stages, batch_size)]
     timings: dict[int, StageTiming] = {}
-    cuts: dict[int, object] = {}
-    counts: dict[int, object] = {}
+    cuts, counts = _cuts(graph, stages, options, timings)
     sizes: dict[int, float | None] = {}
-    for stage in stages:
-        try:
-            cut = graph.cut(stage.node)
-            if options is not None:
-                cut = cut.with_options(options)
-            counts[stage.index] = cardinality(cut)
-            cuts[stage.index] = cut
-        except (GraphError, tf.errors.OpError, ValueError, TypeError) as error:
-            timings[stage.index] = StageTiming(stage.index, reason=f"could not rebuild the pipeline up to here: {error}")
     timed = [s for s in stages if plan[s.index] is None and s.index in cuts]
     # The last timed stage first: its rate sets how many elements one next() should pull upstream.
     order = timed[-1:] + timed[:-1]
@@ -178,27 +168,15 @@ def measure_anatomy(
     first_shuffle = next((s.index for s in stages if s.kind == "shuffle"), None)
     for stage in order:
         spent = (clock_ns() - started) / 1e9
-        if spent >= rule.total_cap_s:
-            timings[stage.index] = StageTiming(
-                stage.index, reason=f"not timed: the waterfall's {rule.total_cap_s:.0f} s budget was spent")
-            continue
-        refill = first_shuffle is not None and stage.index >= first_shuffle and first_batch_s is not None
-        if refill and spent + first_batch_s + rule.min_stage_s > rule.total_cap_s:
-            timings[stage.index] = StageTiming(
-                stage.index, reason=f"not timed: its shuffle buffer would fill again first (~{first_batch_s:.0f} s, "
-                                    f"as long as the first batch took), over the waterfall's {rule.total_cap_s:.0f} s budget")
+        skip = _skip_reason(stage, spent, first_shuffle, first_batch_s, rule)
+        if skip is not None:
+            timings[stage.index] = StageTiming(stage.index, reason=skip)
             continue
         factor = factors[stage.index] or 1
         per_call = 1
         if factor > 1 and final_bps:
             per_call = max(1, min(factor * 64, math.ceil(factor * final_bps * rule.call_target_s)))
-        dataset = cuts[stage.index]
-        count = counts[stage.index]
-        if count != INFINITE:  # finite or unknown: read it again like an epoch loop (an empty one ends)
-            dataset = dataset.repeat()
-        if per_call > 1:
-            dataset = dataset.shard(per_call, per_call - 1)
-        dataset = dataset.prefetch(_PREFETCH)
+        dataset = _endless(cuts[stage.index], counts[stage.index], per_call)
         if progress is not None:
             progress(stage.label)
         try:
@@ -212,6 +190,53 @@ def measure_anatomy(
         if final_bps is None and timing.chunk_ns:
             value, _ = rate(timing.chunk_elements, timing.chunk_ns)
             final_bps = None if value is None else value / factor
+    enriched = _enrich(stages, timings, plan, sizes, counts)
+    anatomy = build_anatomy(enriched, timings, batch_size, seconds=(clock_ns() - started) / 1e9)
+    return AnatomyResult(enriched, anatomy)
+
+
+def _cuts(graph: PipelineGraph, stages: list[Stage], options,
+          timings: dict[int, StageTiming]) -> tuple[dict[int, object], dict[int, object]]:
+    """Each stage's cut (the pipeline up to it) and its cardinality; a stage whose cut cannot be
+    rebuilt gets its reason in `timings`."""
+    cuts: dict[int, object] = {}
+    counts: dict[int, object] = {}
+    for stage in stages:
+        try:
+            cut = graph.cut(stage.node)
+            if options is not None:
+                cut = cut.with_options(options)
+            counts[stage.index] = cardinality(cut)
+            cuts[stage.index] = cut
+        except (GraphError, tf.errors.OpError, ValueError, TypeError) as error:
+            timings[stage.index] = StageTiming(stage.index, reason=f"could not rebuild the pipeline up to here: {error}")
+    return cuts, counts
+
+
+def _skip_reason(stage: Stage, spent: float, first_shuffle: int | None, first_batch_s: float | None,
+                 rule: WaterfallRule) -> str | None:
+    """Why this cut is not timed: the budget is spent, or its shuffle buffer would fill again past it; None to time it."""
+    if spent >= rule.total_cap_s:
+        return f"not timed: the waterfall's {rule.total_cap_s:.0f} s budget was spent"
+    refill = first_shuffle is not None and stage.index >= first_shuffle and first_batch_s is not None
+    if refill and spent + first_batch_s + rule.min_stage_s > rule.total_cap_s:
+        return (f"not timed: its shuffle buffer would fill again first (~{first_batch_s:.0f} s, "
+                f"as long as the first batch took), over the waterfall's {rule.total_cap_s:.0f} s budget")
+    return None
+
+
+def _endless(dataset, count, per_call: int):
+    """The cut read again like an epoch loop (unless infinite), one element in `per_call` kept, prefetched."""
+    if count != INFINITE:  # finite or unknown: read it again like an epoch loop (an empty one ends)
+        dataset = dataset.repeat()
+    if per_call > 1:
+        dataset = dataset.shard(per_call, per_call - 1)
+    return dataset.prefetch(_PREFETCH)
+
+
+def _enrich(stages: list[Stage], timings: dict[int, StageTiming], plan, sizes: dict[int, float | None],
+            counts: dict[int, object]) -> list[Stage]:
+    """The stages with their cardinality and bytes per element; a stage not timed gets the plan's reason."""
     enriched: list[Stage] = []
     for stage in stages:
         if stage.index not in timings:
@@ -220,8 +245,7 @@ def measure_anatomy(
         if size is None and enriched and stage.kind in ("prefetch", "options"):
             size = enriched[-1].bytes_per_element  # the same elements, buffered
         enriched.append(replace(stage, cardinality=counts.get(stage.index), bytes_per_element=size))
-    anatomy = build_anatomy(enriched, timings, batch_size, seconds=(clock_ns() - started) / 1e9)
-    return AnatomyResult(enriched, anatomy)
+    return enriched
 
 
 def _stage_guard(watchdog, label: str) -> Callable[[Callable[[], int]], int]:

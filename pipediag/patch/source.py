@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from pipediag.modes.changes import Change
+from pipediag.patch.locate import READERS, Refused, Source, call_method, find_function, parse_label
 
 # The tuned mode's private thread pool for latency-bound reads (modes.tuning_rules).
 THREADPOOL_DEFAULT = 32
-_READERS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
 EDIT_KINDS = ("parallel_map", "interleave", "cache", "vectorize_map", "prefetch", "threading", "snapshot")
 
 
@@ -78,189 +78,6 @@ class Patch:
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-class Refused(Exception):
-    """An edit that cannot be written safely; the message is the reason."""
-
-
-# -- finding the builder and its calls ---------------------------------------------------------------
-
-@dataclass
-class _Call:
-    node: cst.Call
-    in_loop: bool
-    in_nested_function: bool
-
-
-class _Collector(cst.CSTVisitor):
-    """Every call in one function body, with whether it sits in a loop or a nested function."""
-
-    def __init__(self) -> None:
-        self.calls: list[_Call] = []
-        self.returns: list[cst.Return] = []
-        self.names: set[str] = set()
-        self._loops = 0
-        self._functions = 0
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._functions += 1
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._functions -= 1
-
-    def visit_Lambda(self, node: cst.Lambda) -> None:
-        self._functions += 1
-
-    def leave_Lambda(self, node: cst.Lambda) -> None:
-        self._functions -= 1
-
-    def _loop_in(self, node) -> None:
-        self._loops += 1
-
-    def _loop_out(self, node) -> None:
-        self._loops -= 1
-
-    visit_For = visit_While = visit_ListComp = visit_GeneratorExp = visit_SetComp = visit_DictComp = _loop_in
-    leave_For = leave_While = leave_ListComp = leave_GeneratorExp = leave_SetComp = leave_DictComp = _loop_out
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.calls.append(_Call(node, self._loops > 0, self._functions > 1))
-
-    def visit_Return(self, node: cst.Return) -> None:
-        if self._functions == 1 and node.value is not None:
-            self.returns.append(node)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-
-def _find_function(module: cst.Module, name: str) -> cst.FunctionDef:
-    if "." in name:
-        raise Refused(f"{name} is a method; pipediag patches module-level builder functions only")
-    for statement in module.body:
-        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
-            return statement
-    raise Refused(f"no function {name} is defined at the top level of the file")
-
-
-def _tf_alias(module: cst.Module) -> str | None:
-    """How the file names TensorFlow (`tf` after `import tensorflow as tf`), or None."""
-    for statement in module.body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
-        for small in statement.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    if _dotted(alias.name) == "tensorflow":
-                        return alias.asname.name.value if alias.asname else "tensorflow"
-    return None
-
-
-def _dotted(node) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        head = _dotted(node.value)
-        return None if head is None else f"{head}.{node.attr.value}"
-    return None
-
-
-def _method(call: cst.Call) -> str | None:
-    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-
-
-def _first_arg(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    return positional[0].value if positional else None
-
-
-def _function_name(expr) -> str | None:
-    """The name pipediag's label gives a function argument: `decode`, `module.decode` -> decode."""
-    if isinstance(expr, cst.Lambda):
-        return "<lambda>"
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    return None
-
-
-_LABEL = re.compile(r"^(?P<kind>[A-Za-z_]\w*)\((?P<arg>.*)\)$")
-
-
-def _parse_label(label: str) -> tuple[str, str | None]:
-    m = _LABEL.match(label)
-    return (m["kind"], m["arg"]) if m else (label, None)
-
-
-def _matches(call: cst.Call, label: str) -> bool:
-    """Is this call the stage pipediag labels `label`?"""
-    kind, arg = _parse_label(label)
-    method = _method(call)
-    reader = re.sub(r"V\d+$", "", kind)
-    if reader in _READERS:
-        return (_dotted(call.func) or "").split(".")[-1] == reader
-    if kind in ("map", "parallel_map"):
-        return method == "map" and _function_name(_first_arg(call, "map_func")) == arg
-    if kind in ("interleave", "parallel_interleave", "flat_map", "filter"):
-        keyword = "predicate" if kind == "filter" else "map_func"
-        wanted = "interleave" if kind == "parallel_interleave" else kind
-        return method == wanted and _function_name(_first_arg(call, keyword)) == arg
-    if kind == "from_generator":
-        return method == "from_generator" and _function_name(_first_arg(call, "generator")) == arg
-    if kind in ("batch", "shuffle", "prefetch"):
-        if method != kind:
-            return False
-        value = _first_arg(call, "batch_size" if kind == "batch" else "buffer_size")
-        if isinstance(value, cst.Integer):
-            return value.evaluated_value == int(arg) if arg and arg.isdigit() else False
-        return True  # a variable (batch_size): the label has its value, the source its name
-    return arg is None and method == kind
-
-
-class _Source:
-    """The builder function's calls, and the edits queued on them (applied in one pass)."""
-
-    def __init__(self, module: cst.Module, function: cst.FunctionDef):
-        self.module = module
-        self.function = function
-        collector = _Collector()
-        function.visit(collector)
-        self.calls = collector.calls
-        self.returns = collector.returns
-        self.names = collector.names
-        self.tf = _tf_alias(module)
-        self.replace: dict[cst.CSTNode, cst.CSTNode] = {}  # original call -> its edited form
-        self.before_returns: list[str] = []  # statements put before every return
-
-    def find(self, label: str | None) -> cst.Call:
-        if not label:
-            raise Refused("the change names no stage")
-        found = [c for c in self.calls if _matches(c.node, label)]
-        name = self.function.name.value
-        if not found:
-            raise Refused(f"`{label}` is not written in {name}'s body (built by a helper, in another package or "
-                          "by tensorflow-datasets): pipediag edits only the builder it was given")
-        if len(found) > 1:
-            raise Refused(f"{len(found)} calls in {name} fit `{label}`: pipediag cannot tell which one is the stage")
-        call = found[0]
-        if call.in_loop:
-            raise Refused(f"`{label}` is built in a loop in {name}: one call there makes several stages")
-        if call.in_nested_function:
-            raise Refused(f"`{label}` is built inside a function nested in {name}")
-        return call.node
-
-    def autotune(self) -> cst.BaseExpression:
-        if self.tf is None:
-            raise Refused("the file does not `import tensorflow` (as tf): pipediag would have to add an import")
-        return cst.parse_expression(f"{self.tf}.data.AUTOTUNE")
-
-    def current(self, call: cst.Call) -> cst.Call:
-        return self.replace.get(call, call)
-
-
 def _with_kwarg(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
     """`call` with keyword=value, replacing an existing one; a new argument goes last, in the
     call's own style (a trailing comma stays trailing)."""
@@ -297,16 +114,16 @@ def _then(call: cst.BaseExpression, method: str, *args: cst.BaseExpression) -> c
 
 # -- one function per change kind ----------------------------------------------------------------------
 
-def _parallel_map(src: _Source, change: Change) -> None:
+def _parallel_map(src: Source, change: Change) -> None:
     call = src.find(change.stage)
     src.replace[call] = _with_kwarg(src.current(call), "num_parallel_calls", src.autotune())
 
 
-def _interleave(src: _Source, change: Change) -> None:
+def _interleave(src: Source, change: Change) -> None:
     call = src.find(change.stage)
-    kind, _ = _parse_label(change.stage or "")
+    kind, _ = parse_label(change.stage or "")
     current = src.current(call)
-    if re.sub(r"V\d+$", "", kind) in _READERS:
+    if re.sub(r"V\d+$", "", kind) in READERS:
         src.replace[call] = _with_kwarg(current, "num_parallel_reads", src.autotune())
     elif kind == "flat_map":
         renamed = current.with_changes(func=current.func.with_changes(attr=cst.Name("interleave")))
@@ -315,21 +132,21 @@ def _interleave(src: _Source, change: Change) -> None:
         src.replace[call] = _with_kwarg(current, "num_parallel_calls", src.autotune())
 
 
-def _cache(src: _Source, change: Change) -> None:
+def _cache(src: Source, change: Change) -> None:
     call = src.find(change.stage)
     src.replace[call] = _then(src.current(call), "cache")
 
 
-def _snapshot(src: _Source, change: Change, snapshot_path: str | None) -> None:
+def _snapshot(src: Source, change: Change, snapshot_path: str | None) -> None:
     if not snapshot_path:
         raise Refused("snapshot() writes to disk: give the folder it may use (--snapshot-dir)")
     call = src.find(change.stage)
     src.replace[call] = _then(src.current(call), "snapshot", cst.SimpleString(repr(snapshot_path)))
 
 
-def _vectorize(src: _Source, change: Change) -> None:
+def _vectorize(src: Source, change: Change) -> None:
     map_call = src.find(change.stage)
-    batch = next((c.node for c in src.calls if _method(c.node) == "batch" and c.node.func.value is map_call), None)
+    batch = next((c.node for c in src.calls if call_method(c.node) == "batch" and c.node.func.value is map_call), None)
     if batch is None:
         raise Refused(f"`{change.stage}` and the batch after it are not one expression (`.map(f).batch(n)`): "
                       "moving the batch across statements could change what other code sees")
@@ -341,11 +158,11 @@ def _vectorize(src: _Source, change: Change) -> None:
     src.replace[batch] = mapped.with_changes(func=mapped.func.with_changes(value=batched_first))
 
 
-def _prefetch(src: _Source, change: Change) -> None:
+def _prefetch(src: Source, change: Change) -> None:
     _on_returns(src, lambda value: _then(value, "prefetch", src.autotune()))
 
 
-def _threading(src: _Source, change: Change) -> None:
+def _threading(src: Source, change: Change) -> None:
     if src.tf is None:
         src.autotune()  # raises the reason
     size = int(change.details.get("private_threadpool_size") or THREADPOOL_DEFAULT)
@@ -359,7 +176,7 @@ def _threading(src: _Source, change: Change) -> None:
     _on_returns(src, lambda value: _then(value, "with_options", cst.Name(name)))
 
 
-def _on_returns(src: _Source, wrap) -> None:
+def _on_returns(src: Source, wrap) -> None:
     if not src.returns:
         raise Refused(f"{src.function.name.value} has no `return` of a dataset")
     for ret in src.returns:
@@ -372,7 +189,7 @@ class _Apply(cst.CSTTransformer):
     edit was made on original nodes; the calls inside it may have been edited since (a cache on
     the reader inside an edited map), so every edit is rebased on what its children became."""
 
-    def __init__(self, src: _Source):
+    def __init__(self, src: Source):
         self.src = src
         self.updated: dict[cst.CSTNode, cst.CSTNode] = {}  # original node -> its edited form
 
@@ -425,49 +242,48 @@ def patch_source(source: str, function: str, changes: list[Change], *, path: str
     returned refused, with the reason and their snippet (`snippets[(kind, stage)]`)."""
     snippets = snippets or {}
     module = cst.parse_module(source)
-    edits: list[Edit] = []
-
-    def refuse_all(reason: str) -> Patch:
-        for c in changes:
-            edits.append(Edit(c.kind, c.stage, c.description, False, reason, snippets.get((c.kind, c.stage))))
-        return Patch(path, function, source, source, tuple(edits))
-
     try:
-        fn = _find_function(module, function)
+        fn = find_function(module, function)
     except Refused as error:
-        return refuse_all(str(error))
-    src = _Source(module, fn)
+        edits = tuple(_refused(c, str(error), snippets) for c in changes)
+        return Patch(path, function, source, source, edits)
+    src = Source(module, fn)
+    edits: list[Edit] = []
     for change in changes:
         try:
-            if change.kind == "parallel_map":
-                _parallel_map(src, change)
-            elif change.kind == "interleave":
-                _interleave(src, change)
-            elif change.kind == "cache":
-                _cache(src, change)
-            elif change.kind == "snapshot":
-                _snapshot(src, change, snapshot_path)
-            elif change.kind == "vectorize_map" and change.details.get("form") == "csv":
-                raise Refused("the CSV is parsed inside TensorFlow (make_csv_dataset or CsvDataset): the tuned mode "
-                              "reads lines instead and adds decode_csv after the batch in the graph; rewriting the "
-                              "source that way is not an edit pipediag can check, so apply the snippet")
-            elif change.kind == "vectorize_map":
-                _vectorize(src, change)
-            elif change.kind == "prefetch":
-                _prefetch(src, change)
-            elif change.kind == "threading":
-                _threading(src, change)
-            elif change.kind == "decode_crop":
-                raise Refused("the tuned mode rewrites the traced function's ops, its tf.cond branches included "
-                              "(the crop window read from the JPEG header, decoded 2 pixels wider and sliced); a "
-                              "source edit of the function body is not one pipediag can check, so apply the snippet")
-            else:
-                raise Refused(f"{change.kind} has no source edit")
+            _edit(src, change, snapshot_path)
         except Refused as error:
-            edits.append(Edit(change.kind, change.stage, change.description, False, str(error),
-                              snippets.get((change.kind, change.stage))))
+            edits.append(_refused(change, str(error), snippets))
         else:
             edits.append(Edit(change.kind, change.stage, change.description, True))
     new_fn = fn.visit(_Apply(src))
     patched = module.with_changes(body=[new_fn if s is fn else s for s in module.body]).code
     return Patch(path, function, source, patched, tuple(edits))
+
+
+def _refused(change: Change, reason: str, snippets: dict[tuple[str, str | None], str]) -> Edit:
+    """The change left to the user: the reason, and its snippet."""
+    return Edit(change.kind, change.stage, change.description, False, reason, snippets.get((change.kind, change.stage)))
+
+
+_EDITORS = {"parallel_map": _parallel_map, "interleave": _interleave, "cache": _cache, "vectorize_map": _vectorize,
+            "prefetch": _prefetch, "threading": _threading}
+
+
+def _edit(src: Source, change: Change, snapshot_path: str | None) -> None:
+    """Edit the source for one change; Refused, with the reason, when that cannot be done safely."""
+    if change.kind == "snapshot":
+        _snapshot(src, change, snapshot_path)
+        return
+    if change.kind == "vectorize_map" and change.details.get("form") == "csv":
+        raise Refused("the CSV is parsed inside TensorFlow (make_csv_dataset or CsvDataset): the tuned mode "
+                      "reads lines instead and adds decode_csv after the batch in the graph; rewriting the "
+                      "source that way is not an edit pipediag can check, so apply the snippet")
+    if change.kind == "decode_crop":
+        raise Refused("the tuned mode rewrites the traced function's ops, its tf.cond branches included "
+                      "(the crop window read from the JPEG header, decoded 2 pixels wider and sliced); a "
+                      "source edit of the function body is not one pipediag can check, so apply the snippet")
+    editor = _EDITORS.get(change.kind)
+    if editor is None:
+        raise Refused(f"{change.kind} has no source edit")
+    editor(src, change)

@@ -21,6 +21,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pipediag.samples.cgroup_fs import (
+    CgroupPaths, Mount, cgroup_dir, hierarchy, keyed_values, levels_up, read_cgroup_paths, read_file, read_mounts,
+)
+
 # cgroup v1 writes "no limit" as the largest page count it holds (PAGE_COUNTER_MAX) in bytes:
 # 9223372036854771712 with 4 KiB pages, other huge values with other page sizes. No machine has
 # an exabyte of memory, so anything from 2**60 up reads as no limit.
@@ -154,7 +158,7 @@ def read_throttle(cpu_stat: str | Path | None) -> ThrottleCounters | None:
     None when the file or a counter is missing."""
     if cpu_stat is None:
         return None
-    fields = _keyed(_read(Path(cpu_stat)))
+    fields = keyed_values(read_file(Path(cpu_stat)))
     if fields is None or "nr_periods" not in fields or "nr_throttled" not in fields:
         return None
     if "throttled_usec" in fields:
@@ -184,14 +188,6 @@ def parse_cpu_list(text: str) -> int | None:
     return count or None
 
 
-@dataclass(frozen=True)
-class _Mount:
-    root: str  # the cgroup shown at the mount point (mountinfo field 4)
-    point: Path  # where it is mounted, under the root given to read_limits
-    version: str  # "v1" | "v2"
-    controllers: frozenset[str]  # v1: from the super options; v2: empty (read cgroup.controllers)
-
-
 def read_limits(root: str | Path = "/", *, host_cores: int | None = None, host_memory_bytes: int | None = None,
                 affinity: Callable[[], int | None] | None = None) -> ContainerLimits:
     """This process's limits. `root` is where /proc and /sys are found (tests point it at a tree
@@ -201,8 +197,8 @@ def read_limits(root: str | Path = "/", *, host_cores: int | None = None, host_m
     if host_memory_bytes is None:
         host_memory_bytes = _host_memory_bytes(root)
     allowed = (affinity or _affinity)()
-    mounts = _mounts(root)
-    paths = _cgroup_paths(root)
+    mounts = read_mounts(root)
+    paths = read_cgroup_paths(root)
     common = dict(host_cores=host, affinity_cores=allowed, host_memory_bytes=host_memory_bytes)
     if mounts is None or paths is None:
         why = "no cgroups: /proc/self/cgroup or /proc/self/mountinfo could not be read (not Linux?)"
@@ -223,26 +219,6 @@ def read_limits(root: str | Path = "/", *, host_cores: int | None = None, host_m
     )
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _keyed(text: str | None) -> dict[str, int] | None:
-    if text is None:
-        return None
-    out = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        try:
-            out[key] = int(value.strip())
-        except ValueError:
-            continue
-    return out
-
-
 def _affinity() -> int | None:
     if not hasattr(os, "sched_getaffinity"):  # macOS, Windows: no affinity to read
         return None
@@ -250,7 +226,7 @@ def _affinity() -> int | None:
 
 
 def _host_memory_bytes(root: Path) -> int | None:
-    text = _read(root / "proc/meminfo")
+    text = read_file(root / "proc/meminfo")
     for line in (text or "").splitlines():
         if line.startswith("MemTotal:"):
             parts = line.split()
@@ -263,122 +239,6 @@ def _host_memory_bytes(root: Path) -> int | None:
     return None
 
 
-def _unescape(field: str) -> str:
-    """mountinfo writes a space as \\040 (and tab, newline, backslash likewise, in octal)."""
-    out, i = [], 0
-    while i < len(field):
-        if field[i] == "\\" and i + 4 <= len(field) and field[i + 1:i + 4].isdigit():
-            out.append(chr(int(field[i + 1:i + 4], 8)))
-            i += 4
-        else:
-            out.append(field[i])
-            i += 1
-    return "".join(out)
-
-
-def _mounts(root: Path) -> list[_Mount] | None:
-    text = _read(root / "proc/self/mountinfo")
-    if text is None:
-        return None
-    mounts = []
-    for line in text.splitlines():
-        left, sep, right = line.partition(" - ")
-        if not sep:
-            continue
-        fields, tail = left.split(), right.split()
-        if len(fields) < 5 or len(tail) < 1:
-            continue
-        fstype = tail[0]
-        if fstype not in ("cgroup", "cgroup2"):
-            continue
-        point = root / _unescape(fields[4]).lstrip("/")
-        options = set(tail[2].split(",")) if len(tail) >= 3 else set()
-        if fstype == "cgroup":
-            mounts.append(_Mount(_unescape(fields[3]), point, "v1", frozenset(options & {"cpu", "cpuset", "memory"})))
-        else:
-            mounts.append(_Mount(_unescape(fields[3]), point, "v2", frozenset()))
-    return mounts
-
-
-@dataclass(frozen=True)
-class _Paths:
-    v1: dict[str, str]  # controller -> this process's cgroup path in that hierarchy
-    v2: str | None  # this process's path in the unified hierarchy
-
-
-def _cgroup_paths(root: Path) -> _Paths | None:
-    text = _read(root / "proc/self/cgroup")
-    if text is None:
-        return None
-    v1: dict[str, str] = {}
-    v2 = None
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, path = parts
-        if controllers == "":
-            v2 = path
-        else:
-            for c in controllers.split(","):
-                v1[c] = path
-    return _Paths(v1, v2)
-
-
-def _cgroup_dir(mount: _Mount, path: str) -> Path:
-    """Where this process's cgroup is under a mount. The mount shows the cgroup `mount.root` at
-    its mount point: in a container that sees only its own cgroup, the mount root is that cgroup
-    and /proc/self/cgroup names it too (or, with a cgroup namespace, both are "/"). A path outside
-    the mount root ("/.." from a cgroup namespace) cannot be reached: the mount point is the
-    nearest that can."""
-    if mount.root == "/":
-        relative = path
-    elif path == mount.root or path.startswith(mount.root.rstrip("/") + "/"):
-        relative = path[len(mount.root):]
-    else:
-        relative = "/"
-    if ".." in relative.split("/"):
-        relative = "/"
-    return mount.point / relative.lstrip("/")
-
-
-def _levels(mount: _Mount, path: str) -> list[Path]:
-    """This process's cgroup and its ancestors up to the mount point: a parent's limit binds
-    every cgroup under it, so the effective limit is the smallest on the way up."""
-    leaf = _cgroup_dir(mount, path)
-    out = [leaf]
-    while out[-1] != mount.point and mount.point in out[-1].parents:
-        out.append(out[-1].parent)
-    return out
-
-
-def _v1_mount(mounts: list[_Mount], controller: str, paths: _Paths) -> tuple[_Mount, str] | None:
-    path = paths.v1.get(controller)
-    for m in mounts:
-        if m.version == "v1" and controller in m.controllers and path is not None:
-            return m, path
-    return None
-
-
-def _v2_mount(mounts: list[_Mount], controller: str, paths: _Paths) -> tuple[_Mount, str] | None:
-    """The unified hierarchy, where it runs `controller` (listed in its root's cgroup.controllers)."""
-    if paths.v2 is None:
-        return None
-    for m in mounts:
-        if m.version != "v2":
-            continue
-        enabled = _read(m.point / "cgroup.controllers")
-        leaf = _read(_cgroup_dir(m, paths.v2) / "cgroup.controllers")
-        if controller in (enabled or "").split() or controller in (leaf or "").split():
-            return m, paths.v2
-    return None
-
-
-def _hierarchy(mounts: list[_Mount], controller: str, paths: _Paths) -> tuple[_Mount, str] | None:
-    """A v1 hierarchy holding the controller wins (on a hybrid host the v2 one then has none of it)."""
-    return _v1_mount(mounts, controller, paths) or _v2_mount(mounts, controller, paths)
-
-
 @dataclass(frozen=True)
 class _Quota:
     cores: float | None
@@ -389,15 +249,15 @@ class _Quota:
     throttle_reason: str | None = None
 
 
-def _quota(mounts: list[_Mount], paths: _Paths) -> _Quota:
-    found = _hierarchy(mounts, "cpu", paths)
+def _quota(mounts: list[Mount], paths: CgroupPaths) -> _Quota:
+    found = hierarchy(mounts, "cpu", paths)
     if found is None:
         why = "no cgroup cpu controller for this process: no CPU quota can apply"
         return _Quota(None, why, throttle_reason=why)
     mount, path = found
     best: tuple[float, int, int, Path] | None = None
     read_any = False
-    for level in _levels(mount, path):
+    for level in levels_up(mount, path):
         pair = _quota_at(level, mount.version)
         if pair is None:
             continue
@@ -411,7 +271,7 @@ def _quota(mounts: list[_Mount], paths: _Paths) -> _Quota:
     name = "cpu.max" if mount.version == "v2" else "cpu.cfs_quota_us"
     if best is None:
         why = (f"no CPU quota ({name} is unlimited for this process's cgroup and its parents)" if read_any
-               else f"no CPU quota read: {name} is missing or unreadable in {_cgroup_dir(mount, path)}")
+               else f"no CPU quota read: {name} is missing or unreadable in {cgroup_dir(mount, path)}")
         return _Quota(None, why, throttle_reason="no CPU quota: nothing throttles")
     cores, quota_us, period_us, level = best
     stat = level / "cpu.stat"
@@ -424,7 +284,7 @@ def _quota(mounts: list[_Mount], paths: _Paths) -> _Quota:
 def _quota_at(level: Path, version: str) -> tuple[int | None, int] | None:
     """(quota_us or None for no limit, period_us) at one cgroup; None when not readable."""
     if version == "v2":
-        text = _read(level / "cpu.max")
+        text = read_file(level / "cpu.max")
         if text is None:
             return None
         parts = text.split()
@@ -435,7 +295,7 @@ def _quota_at(level: Path, version: str) -> tuple[int | None, int] | None:
             return (None if parts[0] == "max" else int(parts[0])), period
         except ValueError:
             return None
-    quota, period = _read(level / "cpu.cfs_quota_us"), _read(level / "cpu.cfs_period_us")
+    quota, period = read_file(level / "cpu.cfs_quota_us"), read_file(level / "cpu.cfs_period_us")
     if quota is None or period is None:
         return None
     try:
@@ -445,12 +305,12 @@ def _quota_at(level: Path, version: str) -> tuple[int | None, int] | None:
     return (None if q < 0 else q), p  # v1 writes "no limit" as -1
 
 
-def _cpuset(mounts: list[_Mount], paths: _Paths) -> int | None:
-    found = _hierarchy(mounts, "cpuset", paths)
+def _cpuset(mounts: list[Mount], paths: CgroupPaths) -> int | None:
+    found = hierarchy(mounts, "cpuset", paths)
     if found is None:
         return None
     mount, path = found
-    leaf = _cgroup_dir(mount, path)
+    leaf = cgroup_dir(mount, path)
     # v2 and v1 name the CPUs a cgroup may really use (after its parents' restrictions) differently;
     # a v2 cgroup's own cpuset.cpus may be empty (it inherits), so the effective list comes first.
     if mount.version == "v2":
@@ -458,22 +318,22 @@ def _cpuset(mounts: list[_Mount], paths: _Paths) -> int | None:
     else:
         names = ("cpuset.effective_cpus", "cpuset.cpus")
     for name in names:
-        text = _read(leaf / name)
+        text = read_file(leaf / name)
         if text is not None and text.strip():
             return parse_cpu_list(text)
     return None
 
 
-def _memory(mounts: list[_Mount], paths: _Paths) -> tuple[int | None, str | None]:
-    found = _hierarchy(mounts, "memory", paths)
+def _memory(mounts: list[Mount], paths: CgroupPaths) -> tuple[int | None, str | None]:
+    found = hierarchy(mounts, "memory", paths)
     if found is None:
         return None, "no cgroup memory controller for this process: no memory limit can apply"
     mount, path = found
     name = "memory.max" if mount.version == "v2" else "memory.limit_in_bytes"
     limits = []
     read_any = False
-    for level in _levels(mount, path):
-        text = _read(level / name)
+    for level in levels_up(mount, path):
+        text = read_file(level / name)
         if text is None:
             continue
         read_any = True
@@ -490,4 +350,4 @@ def _memory(mounts: list[_Mount], paths: _Paths) -> tuple[int | None, str | None
         return min(limits), None
     if read_any:
         return None, f"no memory limit ({name} is unlimited for this process's cgroup and its parents)"
-    return None, f"no memory limit read: {name} is missing or unreadable in {_cgroup_dir(mount, path)}"
+    return None, f"no memory limit read: {name} is missing or unreadable in {cgroup_dir(mount, path)}"

@@ -30,7 +30,6 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pipediag.analysis.modes import Ratio
-from pipediag.verdict.edges import Edge, ratio_interval
 from pipediag.analysis.buffers import BufferEstimate
 from pipediag.analysis.gpu import Gpm
 from pipediag.analysis.modes import InputSideCpu, ModeSummary, rate_ratio, input_side_cpu
@@ -39,6 +38,11 @@ from pipediag.samples.container import ContainerLimits, cores_text
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.container import with_container
 from pipediag.verdict.handover_edge import handover_edge, handover_facts, host_edge_verdict
+from pipediag.verdict.contention import (
+    contended_by_others, host_idle_cores, idle_cores, other_load_cores, pipeline_cpu_at_fed_rate, read_contention,
+)
+from pipediag.verdict.gpu import gpm_facts, gpm_text, gpu_edges, memory_full
+from pipediag.verdict.text import pct, pct_or_na
 
 # facts["gpu_limit"]: what GPM says limits the step on the GPU, when it could tell.
 GPU_LIMIT_SMALL_KERNELS = "small_kernels"
@@ -88,10 +92,6 @@ class Verdict:
         )
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
-
-
 def _cores(values: tuple[float, ...]) -> str:
     return " ".join(f"{v:.0f}%" for v in values)
 
@@ -136,35 +136,6 @@ def _noisy(m: ModeSummary) -> bool:
     return (hi - lo) / 2 / m.batches_per_sec > T.WIDE_CI_REL
 
 
-def _other_load_cores(m: ModeSummary) -> float:
-    """Cores' worth of CPU used by other processes during a mode (system minus this process)."""
-    if m.cpu_util_pct is None or m.process_cpu_pct is None or not m.cpu_per_core_pct:
-        return 0.0
-    return max(0.0, m.cpu_util_pct / 100.0 * len(m.cpu_per_core_pct) - m.process_cpu_pct / 100.0)
-
-
-def _host_idle_cores(m: ModeSummary) -> float:
-    return max(0.0, len(m.cpu_per_core_pct or ()) * (1.0 - (m.cpu_util_pct or 0.0) / 100.0))
-
-
-def _idle_cores(m: ModeSummary) -> float:
-    """Idle cores this process could have used: the host's, but in a container no more than its
-    limit leaves (a 2-core quota at 2 cores' use has none, however many the host has idle)."""
-    idle = _host_idle_cores(m)
-    host = len(m.cpu_per_core_pct or ())
-    if m.effective_cores is not None and m.effective_cores < host and m.process_cpu_pct is not None:
-        idle = min(idle, max(0.0, m.effective_cores - m.process_cpu_pct / 100.0))
-    return idle
-
-
-def _contended(m: ModeSummary) -> bool:
-    """Other processes took CPU this mode could have used: they used at least OTHER_LOAD_CORES
-    and the machine had less than one core idle. (Half a core of background work on a 16-core
-    host with 14 idle takes nothing from the pipeline; seen on the H200.) The host's idle cores,
-    not the container's: other processes compete for the host's cores, not for the quota."""
-    return _other_load_cores(m) >= T.OTHER_LOAD_CORES and _host_idle_cores(m) < T.CONTENDED_IDLE_CORES
-
-
 def _rate(m: ModeSummary) -> str:
     return f"{m.batches_per_sec:.1f} batches/s" if m.batches_per_sec else "no rate"
 
@@ -184,13 +155,42 @@ def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
     return with_container(verdict, modes, container)
 
 
+@dataclass
+class _Reading:
+    """What the input and step rules read from the modes, with the facts and evidence gathered so far
+    (each rule below may add to them, and may lower confidence through `noisy`)."""
+
+    synthetic: ModeSummary
+    pipeline: ModeSummary
+    input_only: ModeSummary | None
+    wait: float
+    gap: Ratio | None  # synthetic / pipeline rate: > 1, the fed step is slower than the free one
+    headroom: Ratio | None  # input_only / synthetic rate: > 1, input alone outruns the step
+    pattern: CpuPattern | None
+    facts: dict[str, Any]
+    evidence: list[str]
+    noisy: bool
+
+
 def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers: Sequence[BufferEstimate],
             ram_budget_bytes: int | None, handover: Handover | None, container: ContainerLimits | None) -> Verdict:
-    synthetic, pipeline = modes.get("synthetic"), modes.get("pipeline")
-    input_only = modes.get("input_only")
     present = [m for m in modes.values() if m is not None]
+    memory = _memory_verdict(present, buffers, ram_budget_bytes, container)  # 1. memory
+    if memory is not None:
+        return memory
+    too_few = _too_few_steps(modes.get("synthetic"), modes.get("pipeline"))  # 2. enough to go on?
+    if too_few is not None:
+        return too_few
+    reading = _read(modes, present, handover)
+    found = _input_verdict(reading, handover)  # 3. input
+    if found is not None:
+        return found
+    return _step_verdict(reading, gpu_expected)  # 4-6. the step is the limit
 
-    # 1. memory: a real out-of-memory error, or the host running out.
+
+def _memory_verdict(present: list[ModeSummary], buffers: Sequence[BufferEstimate], ram_budget_bytes: int | None,
+                    container: ContainerLimits | None) -> Verdict | None:
+    """1. memory: a real out-of-memory error, or the host running out; None when neither."""
     for m in present:
         if m.stop_reason == "out_of_memory":
             msg = m.error.message.splitlines()[0][:200] if m.error else "out of memory"
@@ -209,18 +209,18 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
                     "memory", "medium",
                     f"host memory nearly exhausted in {m.name} mode",
                     (f"available host memory fell to {m.host_available_min_bytes / 2**30:.2f} GiB "
-                     f"({_pct(frac)} of {m.host_total_bytes / 2**30:.1f} GiB)",
+                     f"({pct(frac)} of {m.host_total_bytes / 2**30:.1f} GiB)",
                      f"process RSS peaked at {(m.rss_max_bytes or 0) / 2**30:.2f} GiB: shuffle buffers and caches live here"),
                     facts={"host_available_frac": frac},
                 )
     near_limit = _near_memory_limit(present, container)
     if near_limit is not None:
         return near_limit
-    over = _buffers_over_budget(buffers, ram_budget_bytes, present, container)
-    if over is not None:
-        return over
+    return _buffers_over_budget(buffers, ram_budget_bytes, present, container)
 
-    # 2. enough to go on?
+
+def _too_few_steps(synthetic: ModeSummary | None, pipeline: ModeSummary | None) -> Verdict | None:
+    """2. inconclusive when synthetic or pipeline mode timed fewer than MIN_STEPS steps; None otherwise."""
     for name, m in (("synthetic", synthetic), ("pipeline", pipeline)):
         if m is None or m.steps < T.MIN_STEPS:
             got = 0 if m is None else m.steps
@@ -229,7 +229,13 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
                 (f"{name} mode timed {got} steps; at least {T.MIN_STEPS} are needed",),
                 reason=f"too few steps in {name} mode (raise --max-seconds, or the step is very slow)",
             )
+    return None
 
+
+def _read(modes: dict[str, ModeSummary | None], present: list[ModeSummary], handover: Handover | None) -> _Reading:
+    """The wait, the rate ratios, the input side's CPU pattern, and the evidence every verdict below opens with."""
+    synthetic, pipeline = modes.get("synthetic"), modes.get("pipeline")
+    input_only = modes.get("input_only")
     wait = pipeline.input_wait_frac or 0.0
     gap = rate_ratio(synthetic, pipeline)  # > 1: the fed step is slower than the free one
     headroom = rate_ratio(input_only, synthetic)  # > 1: input alone outruns the step
@@ -242,82 +248,110 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
         **handover_facts(handover, synthetic),
     }
     evidence = [
-        f"the step waited for input {_pct(wait)} of the time in pipeline mode",
+        f"the step waited for input {pct(wait)} of the time in pipeline mode",
         f"synthetic (free input) {_rate(synthetic)} vs pipeline {_rate(pipeline)}"
         + (f": {gap.value:.2f}x" if gap else ""),
     ]
     if input_only and input_only.batches_per_sec:
         evidence.append(f"input alone (no step) {_rate(input_only)}" + (f" = {headroom.value:.2f}x the step's free rate" if headroom else ""))
     noisy = _noisy(synthetic) or _noisy(pipeline)
-    contended = [m for m in present if _contended(m)]
+    contended = [m for m in present if contended_by_others(m)]
     if contended:
-        busiest = max(contended, key=_other_load_cores)
+        busiest = max(contended, key=other_load_cores)
         noisy = True
         evidence.append(
-            f"other processes kept {_other_load_cores(busiest):.1f} cores busy during {busiest.name} mode, with "
-            f"{_host_idle_cores(busiest):.1f} of {len(busiest.cpu_per_core_pct)} cores left idle: the timings are "
+            f"other processes kept {other_load_cores(busiest):.1f} cores busy during {busiest.name} mode, with "
+            f"{host_idle_cores(busiest):.1f} of {len(busiest.cpu_per_core_pct)} cores left idle: the timings are "
             "contended, so confidence is lowered"
         )
+    return _Reading(synthetic, pipeline, input_only, wait, gap, headroom, pattern, facts, evidence, noisy)
 
-    # 3. input. First: the input side alone cannot keep up with the free step.
-    starved = (
-        headroom is not None and headroom.clearly_below_one and gap is not None
-        and gap.value >= T.GAP_SIGNIFICANT and gap.clearly_above_one
-    )
-    if starved:
-        if pattern:
-            evidence.append(pattern.text)
-        return Verdict(
-            "input", "low" if noisy else "high",
-            "input-bound: the pipeline alone delivers fewer batches than the step could take",
-            tuple(evidence), cpu_pattern=pattern, facts=facts,
-        )
+
+def _input_verdict(r: _Reading, handover: Handover | None) -> Verdict | None:
+    """3. input: the input side alone too slow, the host edge, a wait that costs throughput, or CPU
+    contention, in that order; None when none holds (then the step is the limit)."""
+    starved = _starved(r)
+    if starved is not None:
+        return starved
     # The host edge: the wait is the hand-over of each batch, not the pipeline (handover_edge.py).
-    edge = handover_edge(synthetic, pipeline, input_only, handover)
+    edge = handover_edge(r.synthetic, r.pipeline, r.input_only, handover)
     if edge is not None:
-        facts.update(edge.facts)
-        evidence.extend(edge.evidence)
+        r.facts.update(edge.facts)
+        r.evidence.extend(edge.evidence)
     if edge is not None and edge.host:
-        confidence, headline = host_edge_verdict(edge, synthetic, handover, noisy)
-        if synthetic.gpu_util_pct is not None:
-            evidence.append(f"GPU busy {synthetic.gpu_util_pct:.0f}% with free input (synthetic mode, NVML utilization)")
-        return Verdict("host", confidence, headline, tuple(evidence), cpu_pattern=pattern, facts=facts)
-    free_wait = wait_without_slowdown(wait, gap, headroom) if wait >= T.INPUT_WAIT_MODERATE else None
+        confidence, headline = host_edge_verdict(edge, r.synthetic, handover, r.noisy)
+        if r.synthetic.gpu_util_pct is not None:
+            r.evidence.append(f"GPU busy {r.synthetic.gpu_util_pct:.0f}% with free input (synthetic mode, NVML utilization)")
+        return Verdict("host", confidence, headline, tuple(r.evidence), cpu_pattern=r.pattern, facts=r.facts)
+    waiting = _waiting(r, explained=edge is not None and edge.explains_wait)
+    if waiting is not None:
+        return waiting
+    return _cpu_contention(r)
+
+
+def _starved(r: _Reading) -> Verdict | None:
+    """Input-bound when the input side alone cannot keep up with the free step."""
+    starved = (
+        r.headroom is not None and r.headroom.clearly_below_one and r.gap is not None
+        and r.gap.value >= T.GAP_SIGNIFICANT and r.gap.clearly_above_one
+    )
+    if not starved:
+        return None
+    if r.pattern:
+        r.evidence.append(r.pattern.text)
+    return Verdict(
+        "input", "low" if r.noisy else "high",
+        "input-bound: the pipeline alone delivers fewer batches than the step could take",
+        tuple(r.evidence), cpu_pattern=r.pattern, facts=r.facts,
+    )
+
+
+def _waiting(r: _Reading, *, explained: bool) -> Verdict | None:
+    """Input-bound when the step waits for the next batch, unless the wait cost no throughput or
+    the hand-over `explained` it."""
+    wait, gap = r.wait, r.gap
+    free_wait = wait_without_slowdown(wait, gap, r.headroom) if wait >= T.INPUT_WAIT_MODERATE else None
     if free_wait is not None:
-        facts["wait_costs_no_throughput"] = True
-        evidence.append(free_wait)
-    if (wait >= T.INPUT_WAIT_MODERATE and free_wait is None
-            and not (edge is not None and edge.explains_wait)):
-        high = wait >= T.INPUT_WAIT_HIGH
-        confidence = "high" if high and gap is not None and gap.clearly_above_one else ("medium" if high else "low")
-        if noisy:
-            confidence = _lower(confidence)
-        if pattern:
-            evidence.append(pattern.text)
-        if headroom and headroom.value >= T.INPUT_HEADROOM:
-            evidence.append("the input side alone is fast enough: it is not overlapped with the step (prefetch)")
-        degree = "highly" if high else "moderately"
-        return Verdict(
-            "input", confidence, f"{degree} input-bound: the step waits for the next batch",
-            tuple(evidence), cpu_pattern=pattern, facts=facts,
-        )
-    contention = _contention(gap, synthetic, pipeline)
+        r.facts["wait_costs_no_throughput"] = True
+        r.evidence.append(free_wait)
+    if wait < T.INPUT_WAIT_MODERATE or free_wait is not None or explained:
+        return None
+    high = wait >= T.INPUT_WAIT_HIGH
+    confidence = "high" if high and gap is not None and gap.clearly_above_one else ("medium" if high else "low")
+    if r.noisy:
+        confidence = _lower(confidence)
+    if r.pattern:
+        r.evidence.append(r.pattern.text)
+    if r.headroom and r.headroom.value >= T.INPUT_HEADROOM:
+        r.evidence.append("the input side alone is fast enough: it is not overlapped with the step (prefetch)")
+    degree = "highly" if high else "moderately"
+    return Verdict(
+        "input", confidence, f"{degree} input-bound: the step waits for the next batch",
+        tuple(r.evidence), cpu_pattern=r.pattern, facts=r.facts,
+    )
+
+
+def _cpu_contention(r: _Reading) -> Verdict | None:
+    """Input-bound through CPU contention: the step itself slower beside the pipeline, unless the
+    pipeline was too light to cause it, cores sat idle, or the readings are on the line."""
+    synthetic, pipeline = r.synthetic, r.pipeline
+    contention = read_contention(r.gap, synthetic, pipeline)
     slowed = contention is not None and contention.decided
-    light = pipeline_cpu_at_fed_rate(synthetic, pipeline, input_only) if slowed else None
+    light = pipeline_cpu_at_fed_rate(synthetic, pipeline, r.input_only) if slowed else None
     if light is not None and light.too_light:
         # Slower beside the pipeline, but the pipeline barely ran: at the fed rate it used too
         # little CPU to take that much from the step. The slowdown came from elsewhere.
-        noisy = True
-        facts["pipeline_cores_at_fed_rate"] = light.cores
-        evidence.append(light.text(pipeline, synthetic))
+        r.noisy = True
+        r.facts["pipeline_cores_at_fed_rate"] = light.cores
+        r.evidence.append(light.text(pipeline, synthetic))
         slowed = False
-    elif slowed and pipeline.cpu_per_core_pct and _idle_cores(pipeline) >= T.CONTENDED_IDLE_CORES:
+    elif slowed and pipeline.cpu_per_core_pct and idle_cores(pipeline) >= T.CONTENDED_IDLE_CORES:
         # Slower beside the pipeline, yet cores sat idle: nothing competed for them. The step's
         # own speed varied (seen on the H200: a Python-bound step, 14 of 16 cores idle).
-        noisy = True
-        evidence.append(
+        r.noisy = True
+        r.evidence.append(
             f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
-            f"{synthetic.compute_ms_median:.2f} ms alone, yet {_idle_cores(pipeline):.1f} of "
+            f"{synthetic.compute_ms_median:.2f} ms alone, yet {idle_cores(pipeline):.1f} of "
             f"{pipeline.cores:g} cores were idle: not CPU contention; the step's speed varied, "
             "so confidence is lowered"
         )
@@ -325,9 +359,9 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
     elif contention is not None and contention.on_edge:
         # Neither side of the line is sure: measured longer already (diagnose does, once), so
         # say how close it was and do not call contention on a reading noise could move.
-        noisy = True
-        facts["edges"] = [e.to_dict() for e in contention.edges]
-        evidence.append(
+        r.noisy = True
+        r.facts["edges"] = [e.to_dict() for e in contention.edges]
+        r.evidence.append(
             f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
             f"{synthetic.compute_ms_median:.2f} ms alone; CPU contention is called when both the fed step and the "
             f"step itself are >= {T.GAP_SIGNIFICANT:.2f}x slower, but "
@@ -335,38 +369,42 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
             + ": within its run-to-run spread of the line, so not decided on it; confidence lowered"
         )
         slowed = False
-    if slowed:
-        facts["edges"] = [e.to_dict() for e in contention.edges]
-        evidence.append(
-            f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
-            f"{synthetic.compute_ms_median:.2f} ms alone: preprocessing competes with it for the CPU"
-        )
-        if pipeline.cpu_util_pct is not None:
-            evidence.append(f"CPU use in pipeline mode {pipeline.cpu_util_pct:.0f}% of all cores")
-        return Verdict(
-            "input", "medium", "input-bound through CPU contention: preprocessing slows the step down",
-            tuple(evidence), cpu_pattern=pattern, facts=facts,
-        )
+    if not slowed:
+        return None
+    r.facts["edges"] = [e.to_dict() for e in contention.edges]
+    r.evidence.append(
+        f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
+        f"{synthetic.compute_ms_median:.2f} ms alone: preprocessing competes with it for the CPU"
+    )
+    if pipeline.cpu_util_pct is not None:
+        r.evidence.append(f"CPU use in pipeline mode {pipeline.cpu_util_pct:.0f}% of all cores")
+    return Verdict(
+        "input", "medium", "input-bound through CPU contention: preprocessing slows the step down",
+        tuple(r.evidence), cpu_pattern=r.pattern, facts=r.facts,
+    )
 
-    # 4-6. the step is the limit: memory pressure, host overhead or compute.
+
+def _step_verdict(r: _Reading, gpu_expected: bool) -> Verdict:
+    """4-6. the step is the limit: GPU memory pressure, host overhead or compute."""
+    synthetic, evidence, facts = r.synthetic, r.evidence, r.facts
     gpu_util = synthetic.gpu_util_pct
-    full = _memory_full(synthetic)
+    full = memory_full(synthetic)
     if full is not None:
         text, confidence = full
         evidence.append(text)
         return Verdict("memory", confidence, "GPU memory is nearly full", tuple(evidence), facts=facts)
-    confidence = "low" if noisy else "high"
+    confidence = "low" if r.noisy else "high"
     if gpu_util is not None:
         source = " (driver samples)" if synthetic.gpu and synthetic.gpu.util_source == "driver_samples" else ""
         evidence.append(f"GPU busy {gpu_util:.0f}% with free input (synthetic mode, NVML utilization{source})")
         gpm = synthetic.gpu.gpm if synthetic.gpu else None
         if gpm is not None:
-            evidence.append(_gpm_text(gpm))
-            facts.update(_gpm_facts(gpm, gpu_util))
+            evidence.append(gpm_text(gpm))
+            facts.update(gpm_facts(gpm, gpu_util))
         elif synthetic.gpu is not None:
             evidence.append(f"no GPM ({synthetic.gpu.gpm_reason}): how much of the chip worked is unknown, and NVML "
                             "counts the GPU busy while any kernel runs, however small")
-        on_line = [e for e in _gpu_edges(synthetic, gpm, gpu_util) if e.straddles]
+        on_line = [e for e in gpu_edges(synthetic, gpm, gpu_util) if e.straddles]
         if on_line:
             # A reading within its spread of a line could land on the other side next run: the
             # verdict still follows the reading, but says how close it was, with less confidence.
@@ -409,119 +447,6 @@ def wait_without_slowdown(wait: float, gap: Ratio | None, headroom: Ratio | None
             "of a ready batch, not an input limit")
 
 
-@dataclass(frozen=True)
-class PipelineCpu:
-    """The pipeline's own CPU use at the rate the step took batches (see pipeline_cpu_at_fed_rate)."""
-
-    cores: float  # cores' worth of this process's CPU the pipeline needs at the fed rate
-    alone_cores: float  # this process's CPU in input_only mode
-    alone_over_fed: float  # input_only rate / pipeline rate
-    step_cores: float  # this process's CPU in synthetic mode: the step's own use
-    most_slowdown: float | None  # the most the pipeline's CPU could slow the step; None: unbounded
-
-    @property
-    def too_light(self) -> bool:
-        return self.most_slowdown is not None and self.most_slowdown < T.GAP_SIGNIFICANT
-
-    def text(self, pipeline: ModeSummary, synthetic: ModeSummary) -> str:
-        return (
-            f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
-            f"{synthetic.compute_ms_median:.2f} ms alone, but the pipeline barely ran: alone it used "
-            f"{self.alone_cores:.2f} cores at {self.alone_over_fed:.0f}x the fed rate, so about {self.cores:.3f} "
-            f"cores at the fed rate; taken from the step's {self.step_cores:.2f} cores that slows it by at most "
-            f"{self.most_slowdown:.2f}x, under the {T.GAP_SIGNIFICANT:.2f}x contention line: not input; the slowdown "
-            "came from elsewhere (other processes, the step's own variance), so confidence is lowered"
-        )
-
-
-def pipeline_cpu_at_fed_rate(synthetic: ModeSummary, pipeline: ModeSummary,
-                             input_only: ModeSummary | None) -> PipelineCpu | None:
-    """How much CPU the pipeline needed while it fed the step, and the most that could slow it.
-
-    tf.data runs in this process, so input_only mode's process CPU (cores busy) is the pipeline's
-    cost at its own full rate; producing batches only as fast as the step takes them costs that
-    scaled by fed rate / input-only rate (a prefetching pipeline idles once its buffer is full).
-    A step that uses s cores alone (synthetic mode's process CPU), losing c cores' worth of time to
-    the pipeline, does its work at s - c: it is slowed by at most s / (s - c). None when a number is
-    unknown (then the contention rule decides as before)."""
-    if input_only is None or not input_only.batches_per_sec or not pipeline.batches_per_sec:
-        return None
-    if input_only.process_cpu_pct is None or not synthetic.process_cpu_pct:
-        return None
-    alone = input_only.process_cpu_pct / 100.0
-    ratio = input_only.batches_per_sec / pipeline.batches_per_sec
-    cores = alone / ratio
-    step = synthetic.process_cpu_pct / 100.0
-    most = step / (step - cores) if cores < step else None
-    return PipelineCpu(cores=cores, alone_cores=alone, alone_over_fed=ratio, step_cores=step, most_slowdown=most)
-
-
-@dataclass(frozen=True)
-class Contention:
-    """The CPU-contention rule's two readings: the fed step against the free one (gap) and the
-    step's own time beside the pipeline against alone, each held to GAP_SIGNIFICANT."""
-
-    gap: Edge
-    step: Edge
-    gap_clear: bool  # the gap's interval lies above 1: the fed step is slower at all
-
-    @property
-    def edges(self) -> tuple[Edge, ...]:
-        return (self.gap, self.step)
-
-    @property
-    def decided(self) -> bool:
-        """Contention, with neither reading within its spread of the line."""
-        return self.gap.above and self.gap_clear and self.step.above and not self.on_edge
-
-    @property
-    def on_edge(self) -> bool:
-        """Both readings are at or near the line (at or above it, or their interval reaching it),
-        both show a slowdown at all (a step faster beside the pipeline is not near contention,
-        however wide its interval on a noisy machine), and at least one could fall on the other
-        side of the line next run."""
-        near = all((e.above or e.straddles) and e.value >= 1.0 for e in self.edges)
-        return near and (self.gap.straddles or self.step.straddles)
-
-
-def _contention(gap: Ratio | None, synthetic: ModeSummary, pipeline: ModeSummary) -> Contention | None:
-    if gap is None or not pipeline.compute_ms_median or not synthetic.compute_ms_median:
-        return None
-    step = ratio_interval(pipeline.compute_ms_median, pipeline.compute_ms_median_ci,
-                          synthetic.compute_ms_median, synthetic.compute_ms_median_ci)
-    return Contention(
-        gap=Edge("cpu_contention", "the fed step's slowdown (synthetic over pipeline rate)", gap.value, gap.low,
-                 gap.high, T.GAP_SIGNIFICANT),
-        step=Edge("cpu_contention", "the step's own time beside the pipeline over alone", step[0], step[1], step[2],
-                  T.GAP_SIGNIFICANT),
-        gap_clear=gap.clearly_above_one,
-    )
-
-
-def _gpu_edges(synthetic: ModeSummary, gpm: Gpm | None, gpu_util: float) -> list[Edge]:
-    """The GPU rules' readings with their spread (batch means over the synthetic window): NVML's
-    busy share against the host line, and (GPM) the SMs working while busy against the small-
-    kernel line, then SM activity against DCGM's ineffective-use line where that one decides."""
-    window = synthetic.gpu
-    util_ci = window.util_pct_ci if window is not None else None
-    edges = [Edge("host", "GPU busy share with free input", gpu_util, *(util_ci or (None, None)),
-                  T.GPU_BUSY_FOR_COMPUTE_PCT, unit="%")]
-    if gpm is None or gpm.sm_active_pct is None or gpu_util <= 0:
-        return edges
-    while_busy = min(100.0, 100.0 * gpm.sm_active_pct / gpu_util)
-    low = high = None
-    if gpm.sm_active_pct_ci is not None:
-        util_lo, util_hi = util_ci if util_ci is not None else (gpu_util, gpu_util)
-        low = 100.0 * gpm.sm_active_pct_ci[0] / max(util_hi, 1e-9)
-        high = min(100.0, 100.0 * gpm.sm_active_pct_ci[1] / max(util_lo, 1e-9))
-    edges.append(Edge("small_kernels", "SMs with work while the GPU was busy", while_busy, low, high,
-                      T.SM_ACTIVE_WHILE_BUSY_LOW_PCT, unit="%"))
-    if while_busy >= T.SM_ACTIVE_WHILE_BUSY_LOW_PCT:
-        edges.append(Edge("gpu_underused", "GPM SM activity", gpm.sm_active_pct,
-                          *(gpm.sm_active_pct_ci or (None, None)), T.SM_ACTIVE_INEFFECTIVE_PCT, unit="%"))
-    return edges
-
-
 def nothing_left_to_change(verdict: Verdict, left_out: Sequence[tuple[str, str | None, str]],
                            candidates: int | None) -> Verdict:
     """A compute verdict gains, as evidence, that the input side has nothing left to change when
@@ -556,7 +481,7 @@ def _near_memory_limit(present: list[ModeSummary], container: ContainerLimits | 
             return Verdict(
                 "memory", "medium",
                 f"the container's memory limit is nearly reached in {m.name} mode",
-                (f"process RSS peaked at {_gib(m.rss_max_bytes)}, {_pct(m.rss_max_bytes / limit)} of the container's "
+                (f"process RSS peaked at {_gib(m.rss_max_bytes)}, {pct(m.rss_max_bytes / limit)} of the container's "
                  f"memory limit of {_gib(limit)} (the host has {_gib(container.host_memory_bytes or 0)}): at the "
                  "limit the kernel kills the job",
                  "shuffle buffers and caches live in this memory"),
@@ -616,49 +541,6 @@ def _buffers_over_budget(buffers: Sequence[BufferEstimate], ram_budget_bytes: in
     )
 
 
-def _memory_full(synthetic: ModeSummary) -> tuple[str, str] | None:
-    """GPU memory >= 95% full: judged on the step's own peak against what its framework may use
-    when the framework tells both (medium confidence), else on NVML's whole-device reading (low:
-    JAX and TensorFlow reserve memory up front, so NVML shows the reservation, not the use)."""
-    total = synthetic.gpu_memory_total_bytes
-    peak = synthetic.peak_memory
-    if peak is not None and peak.scope != "sampled" and (peak.limit_bytes or total):
-        cap = peak.limit_bytes or total
-        if peak.bytes / cap >= T.GPU_MEMORY_FULL_FRAC:
-            return (f"the step's peak memory {peak.bytes / 2**30:.1f} GiB is {_pct(peak.bytes / cap)} of the "
-                    f"{cap / 2**30:.1f} GiB it may use ({peak.source})", "medium")
-        return None
-    mem = synthetic.gpu_memory_used_max_bytes
-    if mem is not None and total and mem / total >= T.GPU_MEMORY_FULL_FRAC:
-        return (f"GPU memory {_pct(mem / total)} full ({mem / 2**30:.1f} of {total / 2**30:.1f} GiB) in synthetic "
-                "mode; frameworks may preallocate, so this is an upper bound on real use", "low")
-    return None
-
-
-def _gpm_text(gpm: Gpm) -> str:
-    parts = [f"SM activity {_num(gpm.sm_active_pct)}", f"SM occupancy {_num(gpm.sm_occupancy_pct)}",
-             f"tensor cores {_num(gpm.tensor_active_pct)}", f"FP32 {_num(gpm.fp32_active_pct)}",
-             f"FP16 {_num(gpm.fp16_active_pct)}", f"DRAM bandwidth {_num(gpm.dram_bw_pct)} of peak"]
-    return f"GPM in synthetic mode ({gpm.samples} samples): " + ", ".join(parts)
-
-
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.0f}%"
-
-
-def _gpm_facts(gpm: Gpm, gpu_util: float) -> dict[str, Any]:
-    while_busy = None
-    if gpm.sm_active_pct is not None and gpu_util > 0:
-        while_busy = min(100.0, 100.0 * gpm.sm_active_pct / gpu_util)
-    return {
-        "gpm_sm_active_pct": gpm.sm_active_pct,
-        "sm_active_while_busy_pct": while_busy,
-        "gpm_tensor_active_pct": gpm.tensor_active_pct,
-        "gpm_math_active_pct": gpm.math_active_pct,
-        "gpm_dram_bw_pct": gpm.dram_bw_pct,
-    }
-
-
 def _busy_gpu(gpm: Gpm | None, gpu_util: float, confidence: str, evidence: list[str], facts: dict) -> Verdict:
     """NVML says the GPU is busy with free input. GPM, when there, says with what."""
     if gpm is None or gpm.sm_active_pct is None:
@@ -679,7 +561,7 @@ def _busy_gpu(gpm: Gpm | None, gpu_util: float, confidence: str, evidence: list[
     if gpm.dram_bw_pct is not None and gpm.dram_bw_pct >= T.DRAM_BW_HIGH_PCT and (math is None or math < T.MATH_ACTIVE_LOW_PCT):
         evidence.append(
             f"DRAM bandwidth at {gpm.dram_bw_pct:.0f}% of peak while the busiest arithmetic pipe ran "
-            f"{_num(math)} of the time: the step waits on memory traffic, not on math"
+            f"{pct_or_na(math)} of the time: the step waits on memory traffic, not on math"
         )
         return Verdict(
             "compute", confidence,

@@ -4,8 +4,9 @@ import pytest
 
 from pipediag.analysis.capacity import (
     OVERSUBSCRIBED, OWN_CORES, SHARES_CLIENT_CORES, UNPINNED, CapacityPlan, CountRate, RateEstimate, placement,
-    plan_capacity, service_overhead, transfer_limit, worker_busy,
+    plan_capacity, service_overhead,
 )
+from pipediag.analysis.service_transfer import transfer_limit, worker_busy
 
 
 def rate(value, rel=0.05):

@@ -8,7 +8,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
-from pipediag.modes import batch_csv  # noqa: E402
+from pipediag.modes import batch_csv, csv_scan  # noqa: E402
 from pipediag.modes.tuning import build, plan_tuning  # noqa: E402
 from pipediag.modes.tuning_rules import TuningFacts  # noqa: E402
 
@@ -173,12 +173,12 @@ def test_refusals_the_graph_shows(tmp_path):
 def test_scan_finds_an_odd_quote_across_chunks(tmp_path, monkeypatch):
     path = tmp_path / "long.csv"
     path.write_text('a,b\n' + '1,"x ""y"""\n' * 50 + '2,"open\nclose"\n')
-    monkeypatch.setattr(batch_csv, "SCAN_CHUNK_BYTES", 7)  # quotes and lines split across reads
-    scan = batch_csv.scan_quoted_newlines([str(path)], use_quote_delim=True)
+    monkeypatch.setattr(csv_scan, "SCAN_CHUNK_BYTES", 7)  # quotes and lines split across reads
+    scan = csv_scan.scan_quoted_newlines([str(path)], use_quote_delim=True)
     assert scan.spanning == (str(path), 52)
     ok = tmp_path / "ok.csv"
     ok.write_text('a,b\n' + '1,"x ""y"", z"\n' * 50)
-    scan = batch_csv.scan_quoted_newlines([str(ok)], use_quote_delim=True)
+    scan = csv_scan.scan_quoted_newlines([str(ok)], use_quote_delim=True)
     assert scan.spanning is None and scan.files_checked == 1
 
 
@@ -186,7 +186,7 @@ def test_scan_stops_at_its_time_limit_and_says_so(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text('a\n"1"\n')
     ticks = iter(range(0, 1000, 10))
-    scan = batch_csv.scan_quoted_newlines([str(path)] * 3, use_quote_delim=True, limit_s=5, clock=lambda: next(ticks))
+    scan = csv_scan.scan_quoted_newlines([str(path)] * 3, use_quote_delim=True, limit_s=5, clock=lambda: next(ticks))
     assert scan.spanning is None and scan.files_checked == 0 and scan.files_total == 3
     assert "0 of 3 files whole" in scan.caveat()
 

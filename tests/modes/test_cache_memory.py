@@ -6,7 +6,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from pipediag.modes.tuning import fill_cache  # noqa: E402
+from pipediag.modes.cache_fill import fill_cache  # noqa: E402
 
 ELEMENT = 256 * 1024
 BUDGET = 48 * 2**20

@@ -6,7 +6,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
-from pipediag.modes import decode_crop  # noqa: E402
+from pipediag.modes import decode_crop, decode_crop_rewrite  # noqa: E402
 from pipediag.modes.tuning import tune  # noqa: E402
 from pipediag.modes.tuning_rules import TuningFacts  # noqa: E402
 
@@ -86,7 +86,7 @@ def test_the_window_gives_the_full_decodes_pixels_exactly(y, x):
     ds = dataset(crop_at(y, x))
     graph = PipelineGraph.from_dataset(ds)
     stage = next(s for s in graph.stages() if s.kind == "map")
-    decode_crop.rewrite(graph, stage.node, decode_crop.find_in_stage(graph, stage.node))
+    decode_crop_rewrite.rewrite(graph, stage.node, decode_crop.find_in_stage(graph, stage.node))
     assert "DecodeJpeg" not in own_ops(graph.to_dataset())
     full = np.concatenate(list(ds.as_numpy_iterator()))
     window = np.concatenate(list(graph.to_dataset().as_numpy_iterator()))

@@ -7,7 +7,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
-from pipediag.modes import decode_crop  # noqa: E402
+from pipediag.modes import decode_crop, decode_crop_across, decode_crop_rewrite  # noqa: E402
 from pipediag.modes.tuning import build, plan_tuning, tune  # noqa: E402
 from pipediag.modes.tuning_rules import TuningFacts  # noqa: E402
 
@@ -68,9 +68,9 @@ def crop_node(graph):
 
 def rewritten(ds):
     graph = PipelineGraph.from_dataset(ds)
-    site = decode_crop.find_across(graph, crop_node(graph))
+    site = decode_crop_across.find_across(graph, crop_node(graph))
     assert isinstance(site, decode_crop.AcrossSite), site
-    decode_crop.rewrite_across(graph, site)
+    decode_crop_rewrite.rewrite_across(graph, site)
     return graph
 
 
@@ -237,13 +237,13 @@ def test_the_fix_code_runs_and_crops_to_the_size_it_names(builder, details):
 def test_a_tfds_rewrite_tensorflow_refuses_is_undone_and_left_for_the_user_to_write(builder, monkeypatch):
     from pipediag.builder.graph import GraphError
 
-    original = decode_crop.rewrite_across
+    original = decode_crop_rewrite.rewrite_across
 
     def refused(graph, site):
         original(graph, site)  # a half-edited graph, then a refusal
         raise GraphError("could not rebuild the pipeline from its graph: refused")
 
-    monkeypatch.setattr(decode_crop, "rewrite_across", refused)
+    monkeypatch.setattr(decode_crop_rewrite, "rewrite_across", refused)
     ds = from_tfds(builder).map(tfds_crop).batch(4)
     plan = plan_tuning(ds, FACTS, input_batches_per_sec=10)
     change = next(c for c in plan.changes if c.kind == "decode_crop")

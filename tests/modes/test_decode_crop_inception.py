@@ -12,7 +12,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
-from pipediag.modes import decode_crop  # noqa: E402
+from pipediag.modes import decode_crop, decode_crop_across, decode_crop_rewrite  # noqa: E402
 from pipediag.modes.tuning import tune  # noqa: E402
 from pipediag.modes.tuning_rules import TuningFacts  # noqa: E402
 
@@ -143,7 +143,7 @@ def rewritten(ds):
     node = map_node(graph)
     site = decode_crop.find_in_stage(graph, node)
     assert isinstance(site, decode_crop.Site), site
-    decode_crop.rewrite(graph, node, site)
+    decode_crop_rewrite.rewrite(graph, node, site)
     return site, graph
 
 
@@ -263,7 +263,7 @@ def test_a_cond_in_the_crop_stage_of_a_decode_moved_across_stages():
     ds = tf.data.Dataset.from_tensor_slices(jpegs()).map(decode_image).prefetch(1).map(crop_with_cond)
     graph = PipelineGraph.from_dataset(ds)
     crop = [s for s in graph.stages() if s.kind in ("map", "parallel_map")][-1].node
-    site = decode_crop.find_across(graph, crop)
+    site = decode_crop_across.find_across(graph, crop)
     assert isinstance(site, decode_crop.AcrossSite) and len(site.conds) == 1, site
-    decode_crop.rewrite_across(graph, site)
+    decode_crop_rewrite.rewrite_across(graph, site)
     assert_same(ds, graph.to_dataset())

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from pipediag.analysis.modes import summarize, summary_from_dict
-from pipediag.modes.runner import MAX_NEW_SHAPE_STEPS, ModeRun, StopRule, batch_shape, run_mode
+from pipediag.modes.runner import MAX_NEW_SHAPE_STEPS, ModeRun, StopRule, run_mode
+from pipediag.modes.stepping import batch_shape
 from pipediag.samples.readings import SampleLog
 from tests.modes.test_runner import FakeClock
 

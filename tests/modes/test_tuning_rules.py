@@ -1,15 +1,8 @@
 """The tuning rules on plain stages and numbers (no TensorFlow)."""
 
 from pipediag.builder.stages import Stage
-from pipediag.modes.tuning_rules import (
-    already_cached_change,
-    CacheEstimate,
-    CachePoint,
-    TuningFacts,
-    cache_change,
-    cache_point,
-    counting_verdict,
-)
+from pipediag.modes.cache_rules import already_cached_change, cache_change, cache_point, counting_verdict
+from pipediag.modes.tuning_rules import CacheEstimate, CachePoint, TuningFacts
 
 FACTS = TuningFacts(cores=2, ram_budget_bytes=2**30, fill_budget_seconds=10, latency_bound=False)
 DECODE = Stage(1, "MapDataset/_1", "MapDataset", "map", function="decode")

@@ -4,8 +4,8 @@ scripted numbers: no cgroup, no TensorFlow."""
 from dataclasses import replace
 
 from pipediag.analysis.modes import InputSideCpu, summarize, within_limit
-from pipediag.fixes.recommend import cores_needed, recommend
-from pipediag.modes.changes import Change
+from pipediag.fixes.cpu import cores_needed
+from pipediag.fixes.recommend import recommend
 from pipediag.modes.runner import ModeRun
 from pipediag.modes.tuning_rules import TuningFacts, threading_change
 from pipediag.samples.container import ContainerLimits, ThrottleCounters, Throttling

@@ -29,7 +29,7 @@ from pipediag.analysis.baseline import PointTimes, ProfileComparison, compare_po
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import OomEdge
 from pipediag.records.header import SCHEMA_VERSION, created_now, file_header, header_fields
-from pipediag.records.kinds import INTERRUPTED, OK, OUT_OF_MEMORY, SKIPPED, PointStatus, Status  # noqa: F401 (re-exported)
+from pipediag.records.kinds import INTERRUPTED, OK, OUT_OF_MEMORY, SKIPPED, PointStatus, Status, StopReason  # noqa: F401 (re-exported)
 from pipediag.environment import Environment
 from pipediag.errors import UsageError
 from pipediag.modes.runner import ErrorInfo
@@ -72,7 +72,7 @@ class BaselinePoint:
     first_step_ms: float | None = None  # tracing and compiling: never in the numbers above
     warmup_s: float | None = None  # first step and warm-up steps, before the timed window
     window_s: float | None = None  # the timed window's cap
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
     peak_memory: PeakMemory | None = None  # the framework's own peak (or NVML's reading of this process)
     peak_memory_reason: str | None = None  # why peak_memory is None
     rss_max_bytes: int | None = None  # host memory of this process (what a CPU run holds)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipediag.records.header import SCHEMA_VERSION, created_now, file_header, header_fields
-from pipediag.records.kinds import Status
+from pipediag.records.kinds import RoundsStop, Status
 from pipediag.analysis.comparison import LookPlan, RatioInterval
 from pipediag.analysis.usage import Usage
 from pipediag.builder.element import ElementInfo
@@ -95,7 +95,7 @@ class Comparison:
     sides: dict[str, dict[str, SideNumbers]]  # side -> kind -> numbers
     rounds: tuple[Round, ...]
     segments: tuple[Segment, ...]
-    stop_reason: str  # clear | round_cap | time_cap | interrupted | out_of_memory | input_exhausted | stalled
+    stop_reason: RoundsStop
     looks_taken: int
     segment_seconds: float
     baseline_chunks: dict[str, tuple[float, ...]]

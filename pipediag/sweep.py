@@ -17,7 +17,9 @@ from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import Knee, OomEdge, Rate, find_knee, oom_edge
 from pipediag.backends.memory_limit import MemoryLimit
 from pipediag.records.header import SCHEMA_VERSION, created_now, file_header, header_fields
-from pipediag.records.kinds import COMPLETE, INTERRUPTED, OK, OUT_OF_MEMORY, SKIPPED, STALLED, PointStatus, Status
+from pipediag.records.kinds import (
+    COMPLETE, INTERRUPTED, OK, OUT_OF_MEMORY, SKIPPED, STALLED, Bottleneck, PointStatus, Status,
+)
 from pipediag.records.options import RunOptions, run_options
 from pipediag.environment import Environment
 from pipediag.errors import UsageError
@@ -42,7 +44,7 @@ class SweepPoint:
     gpm_sm_active_pct: float | None  # synthetic, GPM
     peak_memory: PeakMemory | None  # synthetic
     peak_memory_reason: str | None
-    bottleneck: str | None  # the verdict at this batch size
+    bottleneck: Bottleneck | None  # the verdict at this batch size
     error: ErrorInfo | None = None
     note: str | None = None
 

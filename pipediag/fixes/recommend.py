@@ -33,6 +33,7 @@ from pipediag.analysis.modes import ModeSummary, Ratio, input_side_cpu, rate_rat
 from pipediag.builder.stages import Stage
 from pipediag.fixes import catalog
 from pipediag.modes.changes import Change
+from pipediag.records.kinds import FixKind
 from pipediag.samples.container import ContainerLimits, cores_text
 from pipediag.verdict.container import throttled
 from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
@@ -46,7 +47,7 @@ __all__ = ["MIN_GAIN", "Fix", "Recommendation", "recommend"]
 
 @dataclass(frozen=True)
 class Fix:
-    kind: str
+    kind: FixKind
     stage: str | None
     title: str
     code: str

@@ -33,7 +33,9 @@ FixKind = Literal[
     "memory_growth", "xla", "cpu_quota", "steps_per_call", "device_prefetch", "batch_format", "vectorize_map",
     "shuffle_buffer", "tf_data_service",
 ]
-ChangeKind = Literal["parallel_map", "interleave", "decode_crop", "cache", "prefetch", "threading", "vectorize_map"]
+ChangeKind = Literal[
+    "parallel_map", "interleave", "decode_crop", "cache", "prefetch", "threading", "vectorize_map", "snapshot",
+]
 
 # One batch size of a sweep or a baseline profile: measured, out of memory, not run, or where
 # the run was interrupted or stalled.

@@ -15,7 +15,7 @@ from pipediag.errors import UserCodeError
 from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun, StopRule, longer, run_mode
 from pipediag.modes.watchdog import RunStalled, StallInfo, Stalled, Watchdog
-from pipediag.records.kinds import OUT_OF_MEMORY
+from pipediag.records.kinds import INTERRUPTED, OUT_OF_MEMORY, STALLED
 from pipediag.records.options import RunOptions
 from pipediag.samples.sampler import Sampler
 from pipediag.steps.step import Observed, Step
@@ -292,9 +292,9 @@ class Gathering:
             result = replace(result, device_memory=self.memory.stop())
         if record:
             state.runs[name] = result
-        if result.stop_reason == "interrupted":
+        if result.stop_reason == INTERRUPTED:
             raise KeyboardInterrupt
-        if result.stop_reason == "stalled":
+        if result.stop_reason == STALLED:
             reads_pipeline = name in ("pipeline", "input_only")  # a variant's graph is not the user's
             raise self.stalled(name, self.watchdog.last_stall, steps=result.steps, reads_pipeline=reads_pipeline)
         return result

@@ -23,6 +23,7 @@ from pipediag.environment import collect
 from pipediag.errors import UsageError
 from pipediag.modes.interleave import FED, INPUT_ONLY, ComparePlan, Rounds, Side, run_rounds
 from pipediag.modes.watchdog import Watchdog
+from pipediag.records.kinds import COMPLETE, INTERRUPTED, OUT_OF_MEMORY, STALLED
 from pipediag.records.options import RunOptions, run_options
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.readings import SampleLog
@@ -248,7 +249,7 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
         baseline={k: baseline_runs[k] for k in plan.kinds} if baseline_runs else None,
         baseline_scale=scale["A"], progress=progress, dispatch=the_step.dispatch, watchdog=watchdog,
     )
-    if rounds.stop_reason == "stalled" and watchdog.last_stall is not None:
+    if rounds.stop_reason == STALLED and watchdog.last_stall is not None:
         notes.append(f"{rounds.failed_side}'s turn stalled: {watchdog.last_stall}; the rounds before it are kept")
     for name, feed in feeds.items():
         if feed.restarts:
@@ -303,13 +304,13 @@ def _saved_numbers(saved: Diagnosis, kind: str, scale: float) -> SideNumbers | N
 
 def _why_no_interval(rounds: Rounds, plan: ComparePlan) -> str:
     n = len(rounds.rounds)
-    if rounds.stop_reason == "out_of_memory":
+    if rounds.stop_reason == OUT_OF_MEMORY:
         return f"the step ran out of memory on {rounds.failed_side}'s batches after {n} round(s)"
     if rounds.stop_reason == "input_exhausted":
         return f"{rounds.failed_side}'s input ran out after {n} round(s)"
-    if rounds.stop_reason == "interrupted":
+    if rounds.stop_reason == INTERRUPTED:
         return f"interrupted after {n} round(s); an interval needs 2"
-    if rounds.stop_reason == "stalled":
+    if rounds.stop_reason == STALLED:
         return f"{rounds.failed_side}'s turn stalled after {n} round(s)"
     if rounds.stop_reason == "time_cap":
         return (f"the time cap ({plan.max_seconds:g} s) allowed only {n} round(s); an interval needs 2: "
@@ -337,7 +338,7 @@ def conclude(side_a: SideInfo, side_b: SideInfo, step_info, rounds: Rounds, save
                          " — the comparison mixes that change with B's")
         notes.append("A is a saved run: its timings and B's were not interleaved, so a change of the machine "
                      "between the two runs is not in the interval; compare two live pipelines where you can")
-        if saved.status != "complete":
+        if saved.status != COMPLETE:
             notes.append(f"the saved run is {saved.status}")
         if saved.settings.get("batch_format") not in (None, batch_format):
             notes.append(f"the saved run fed {saved.settings.get('batch_format')} batches, this run {batch_format}")
@@ -350,7 +351,7 @@ def conclude(side_a: SideInfo, side_b: SideInfo, step_info, rounds: Rounds, save
                      "to narrow it")
     unit = "examples" if side_a.rate_scale != 1.0 or side_b.rate_scale != 1.0 else "batches"
     return Comparison(
-        status=rounds.stop_reason if rounds.stop_reason in ("interrupted", "stalled") else "complete",
+        status=rounds.stop_reason if rounds.stop_reason in (INTERRUPTED, STALLED) else COMPLETE,
         a=side_a, b=side_b, step=step_info,
         environment=environment.for_step(step_info.framework if step_info else None),
         baseline_environment=None if saved is None else saved.environment,

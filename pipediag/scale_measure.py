@@ -19,6 +19,7 @@ from pipediag.environment import Environment
 from pipediag.errors import UsageError
 from pipediag.modes.runner import ModeRun, StopRule, run_mode
 from pipediag.modes.watchdog import Watchdog
+from pipediag.records.kinds import INTERRUPTED, OUT_OF_MEMORY, STALLED
 from pipediag.records.options import RunOptions
 from pipediag.service.cluster import LocalCluster, ServerInfo, Shutdown
 from pipediag.steps.step import Step
@@ -202,10 +203,10 @@ class Measure:
         result = run_mode(label, next_batch, self.step.run if with_step else None, self.rule,
                           clock_ns=self.clock_ns, progress=self.progress.mode, watchdog=self.watchdog, **kw)
         result = replace(result, name=name)
-        if result.stop_reason == "interrupted":
+        if result.stop_reason == INTERRUPTED:
             self.state.runs[name] = result
             raise KeyboardInterrupt
-        if result.stop_reason == "stalled":
+        if result.stop_reason == STALLED:
             self.state.runs[name] = result
             raise self.watchdog.last_stall
         return result
@@ -224,7 +225,7 @@ class Measure:
         settled = settling_warmup(self.clock_ns, self.rule.max_seconds)
         self.state.runs["synthetic"] = self._run("synthetic", "synthetic", free, True, first_step_is_compile=True,
                                                  warmup_until=settled)
-        if self.state.runs["synthetic"].stop_reason == "out_of_memory":
+        if self.state.runs["synthetic"].stop_reason == OUT_OF_MEMORY:
             raise UsageError("the step ran out of memory with free input at this batch size",
                              "run pipediag diagnose first; a step that does not fit cannot be fed by any service")
         feed = BatchFeed(self.dataset, self.batch_format)

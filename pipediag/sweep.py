@@ -157,11 +157,11 @@ def _point(batch_size: int, diagnosis) -> SweepPoint:
     synthetic = diagnosis.modes.get("synthetic")
     pipeline = diagnosis.modes.get("pipeline")
     status = OK
-    if diagnosis.status == "stalled":
+    if diagnosis.status == STALLED:
         status = STALLED
-    elif diagnosis.status != "complete":
+    elif diagnosis.status != COMPLETE:
         status = INTERRUPTED
-    elif any(m.stop_reason == "out_of_memory" for m in diagnosis.modes.values()):
+    elif any(m.stop_reason == OUT_OF_MEMORY for m in diagnosis.modes.values()):
         status = OUT_OF_MEMORY
     error = next((m.error for m in diagnosis.modes.values() if m.error is not None), None)
     gpm = synthetic.gpu.gpm if synthetic is not None and synthetic.gpu is not None else None

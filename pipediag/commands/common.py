@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from pipediag.errors import OutputError, UsageError
+from pipediag.records.kinds import FAILED, INTERRUPTED, STALLED
 from pipediag.records.options import RunOptions
 
 EXIT_OK, EXIT_USER_CODE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -20,7 +21,7 @@ EXIT_TERMINATED = 143  # SIGTERM (128 + 15), e.g. from `timeout` or a job schedu
 
 def exit_code_for(status: str) -> int:
     """A finished command's exit code from its result's status (interrupted: see cli.main for SIGTERM)."""
-    return {"interrupted": EXIT_INTERRUPTED, "stalled": EXIT_STALLED, "failed": EXIT_USER_CODE}.get(status, EXIT_OK)
+    return {INTERRUPTED: EXIT_INTERRUPTED, STALLED: EXIT_STALLED, FAILED: EXIT_USER_CODE}.get(status, EXIT_OK)
 
 
 def options_from_args(args: argparse.Namespace, **more) -> RunOptions:

@@ -30,6 +30,7 @@ from pipediag.commands.common import (
 )
 from pipediag.commands.diagnose import add_target_arguments
 from pipediag.errors import UsageError
+from pipediag.records.kinds import COMPLETE
 
 
 def percent(text: str) -> float:
@@ -178,6 +179,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         with RoundsProgress(err) as progress:
             comparison = compare(a, b, options=replace(options, progress=progress), **asked)
     print_and_write(comparison, render_comparison(comparison), args, out, err)
-    if comparison.status != "complete":
+    if comparison.status != COMPLETE:
         return exit_code_for(comparison.status)
     return EXIT_SLOWER if comparison.regression else EXIT_OK

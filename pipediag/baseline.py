@@ -176,8 +176,14 @@ def compare_profiles(a: BaselineProfile, b: BaselineProfile, tolerance: float = 
                           tolerance=tolerance, context=tuple(context))
 
 
-# The runner's names, where they were before it had its own module (baseline_run imports this
-# module's records, so this import comes last).
-from pipediag.baseline_run import (  # noqa: E402, F401
-    build_model, keras_device, measure_sizes, run_baseline, synthetic_batch, window_for,
-)
+_RUNNER = ("build_model", "keras_device", "measure_sizes", "run_baseline", "synthetic_batch", "window_for")
+
+
+def __getattr__(name: str) -> Any:
+    """The runner's names (baseline_run.py), where they were before it had its own module;
+    looked up on first use, as baseline_run imports this module's records."""
+    if name in _RUNNER:
+        from pipediag import baseline_run
+
+        return getattr(baseline_run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

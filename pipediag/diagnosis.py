@@ -25,7 +25,9 @@ from pipediag.fixes.recommend import Fix
 from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun
 from pipediag.modes.watchdog import StallInfo
-from pipediag.records.header import SCHEMA_VERSION, created_now, file_header, header_fields  # noqa: F401 (re-exported)
+from pipediag.records.header import (  # noqa: F401 (SCHEMA_VERSION, file_header: re-exported)
+    SCHEMA_VERSION, created_now, file_header, header_fields, run_header, run_header_fields,
+)
 from pipediag.records.kinds import Status
 from pipediag.samples.readings import SampleLog
 from pipediag.steps.step import StepInfo
@@ -88,11 +90,7 @@ class Diagnosis:
             d["run"] = None if run is None else run.to_dict()
             modes[name] = d
         return {
-            **file_header("diagnosis", self),
-            "target": self.target,
-            "step": None if self.step is None else self.step.to_dict(),
-            "environment": self.environment.to_dict(),
-            "settings": dict(self.settings),
+            **run_header("diagnosis", self),
             "dataset": {
                 "element": None if self.element is None else self.element.to_dict(),
                 "cardinality": self.cardinality,
@@ -135,10 +133,7 @@ class Diagnosis:
         dataset = d.get("dataset") or {}
         tuning = d.get("tuning") or {}
         return cls(
-            **header_fields(d),
-            target=d["target"],
-            step=None if d.get("step") is None else StepInfo.from_dict(d["step"]),
-            environment=Environment.from_dict(d["environment"]),
+            **run_header_fields(d, StepInfo, Environment),
             element=None if dataset.get("element") is None else ElementInfo.from_dict(dataset["element"]),
             cardinality=dataset.get("cardinality"),
             first_batch_ms=dataset.get("first_batch_ms"),
@@ -152,7 +147,6 @@ class Diagnosis:
             fixes=tuple(Fix.from_dict(f) for f in d.get("fixes", [])),
             tried=tuple(Change.from_dict(c) for c in d.get("tried", [])),
             samples=SampleLog.from_dict(d["samples"]),
-            settings=dict(d.get("settings", {})),
             notes=tuple(d.get("notes", [])),
             anatomy=None if d.get("anatomy") is None else Anatomy.from_dict(d["anatomy"]),
             ablation=None if tuning.get("ablation") is None else Ablation.from_dict(tuning["ablation"]),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipediag.records.header import SCHEMA_VERSION, created_now, file_header, header_fields
+from pipediag.records.header import SCHEMA_VERSION, created_now, run_header, run_header_fields
 from pipediag.records.kinds import Status
 from pipediag.analysis.capacity import CapacityPlan, Overhead
 from pipediag.analysis.modes import ModeSummary, summary_from_dict
@@ -129,11 +129,7 @@ class ScaleResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            **file_header(KIND, self),
-            "target": self.target,
-            "step": None if self.step is None else self.step.to_dict(),
-            "environment": self.environment.to_dict(),
-            "settings": dict(self.settings),
+            **run_header(KIND, self),
             "dataset": {
                 "element": None if self.element is None else self.element.to_dict(),
                 "cardinality": self.cardinality,
@@ -167,10 +163,7 @@ class ScaleResult:
                 runs[name] = run
         dataset = d.get("dataset") or {}
         return cls(
-            **header_fields(d),
-            target=d["target"],
-            step=None if d.get("step") is None else StepInfo.from_dict(d["step"]),
-            environment=Environment.from_dict(d["environment"]),
+            **run_header_fields(d, StepInfo, Environment),
             element=None if dataset.get("element") is None else ElementInfo.from_dict(dataset["element"]),
             cardinality=dataset.get("cardinality"),
             stages=tuple(Stage.from_dict(s) for s in dataset.get("stages", [])),
@@ -182,7 +175,6 @@ class ScaleResult:
             plan=None if d.get("plan") is None else CapacityPlan.from_dict(d["plan"]),
             visitation=tuple(d.get("visitation", [])),
             samples=SampleLog.from_dict(d["samples"]),
-            settings=dict(d.get("settings", {})),
             notes=tuple(d.get("notes", [])),
         )
 

@@ -16,7 +16,7 @@ from typing import Any
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import Knee, OomEdge, Rate, find_knee, oom_edge
 from pipediag.backends.memory_limit import MemoryLimit
-from pipediag.records.header import SCHEMA_VERSION, created_now, file_header, header_fields
+from pipediag.records.header import SCHEMA_VERSION, created_now, run_header, run_header_fields
 from pipediag.records.kinds import (
     COMPLETE, INTERRUPTED, OK, OUT_OF_MEMORY, SKIPPED, STALLED, Bottleneck, PointStatus, Status,
 )
@@ -97,11 +97,7 @@ class Sweep:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            **file_header(KIND, self),
-            "target": self.target,
-            "step": None if self.step is None else self.step.to_dict(),
-            "environment": self.environment.to_dict(),
-            "settings": dict(self.settings),
+            **run_header(KIND, self),
             "memory_limit": None if self.memory_limit is None else self.memory_limit.to_dict(),
             "points": [p.to_dict() for p in self.points],
             "knee": self.knee.to_dict(),
@@ -118,15 +114,11 @@ class Sweep:
                 "re-run the sweep with this version of pipediag",
             )
         return cls(
-            **header_fields(d),
-            target=d["target"],
-            step=None if d.get("step") is None else StepInfo.from_dict(d["step"]),
-            environment=Environment.from_dict(d["environment"]),
+            **run_header_fields(d, StepInfo, Environment),
             points=tuple(SweepPoint.from_dict(p) for p in d["points"]),
             knee=Knee.from_dict(d["knee"]),
             oom_edge=OomEdge.from_dict(d["oom_edge"]),
             memory_limit=None if d.get("memory_limit") is None else MemoryLimit.from_dict(d["memory_limit"]),
-            settings=dict(d.get("settings", {})),
             notes=tuple(d.get("notes", [])),
         )
 

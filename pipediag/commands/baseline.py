@@ -63,7 +63,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag.baseline import run_baseline
+    from pipediag.baseline_run import run_baseline
     from pipediag.report.baseline import render_profile
 
     check_outputs(args)

@@ -26,3 +26,19 @@ def file_header(kind: str, result: Any) -> dict[str, Any]:
 def header_fields(d: dict[str, Any]) -> dict[str, Any]:
     """The header's fields a result's constructor takes, read back from its JSON."""
     return {"status": d["status"], "elapsed_s": d.get("elapsed_s", 0.0), "created_at": d.get("created_at", "")}
+
+
+def run_header(kind: str, result: Any) -> dict[str, Any]:
+    """The header, then what the file of every measured run (diagnosis, scale, sweep) says next:
+    the target, the step, the environment and the settings, in that order."""
+    return {**file_header(kind, result), "target": result.target,
+            "step": None if result.step is None else result.step.to_dict(),
+            "environment": result.environment.to_dict(), "settings": dict(result.settings)}
+
+
+def run_header_fields(d: dict[str, Any], step_type: Any, environment_type: Any) -> dict[str, Any]:
+    """`run_header` read back: the constructor's fields, with the step's and the environment's
+    record types given (they live above this module)."""
+    step = d.get("step")
+    return {**header_fields(d), "target": d["target"], "step": None if step is None else step_type.from_dict(step),
+            "environment": environment_type.from_dict(d["environment"]), "settings": dict(d.get("settings", {}))}

@@ -42,6 +42,15 @@ def options_from_args(args: argparse.Namespace, **more) -> RunOptions:
     )
 
 
+def with_progress(args: argparse.Namespace, err: Console, call, display=None):
+    """`call(progress)` under a progress display on stderr (`display`, by default RichProgress);
+    `call(None)` with --quiet."""
+    if args.quiet:
+        return call(None)
+    with (display or RichProgress)(err) as progress:
+        return call(progress)
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

@@ -22,11 +22,12 @@ from pipediag.commands.common import (
     EXIT_OK,
     EXIT_SLOWER,
     add_output_arguments,
-    exit_code_for,
     check_outputs,
+    exit_code_for,
     options_from_args,
     positive_float,
     print_and_write,
+    with_progress,
 )
 from pipediag.commands.diagnose import add_target_arguments
 from pipediag.errors import UsageError
@@ -173,11 +174,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         label_a=_label(a_spec, args.arg + args.arg_a) if a_spec else None,
         label_b=_label(b_spec, args.arg + args.arg_b),
     )
-    if args.quiet:
-        comparison = compare(a, b, options=options, **asked)
-    else:
-        with RoundsProgress(err) as progress:
-            comparison = compare(a, b, options=replace(options, progress=progress), **asked)
+    comparison = with_progress(args, err, lambda p: compare(a, b, options=replace(options, progress=p), **asked),
+                               RoundsProgress)
     print_and_write(comparison, render_comparison(comparison), args, out, err)
     if comparison.status != COMPLETE:
         return exit_code_for(comparison.status)

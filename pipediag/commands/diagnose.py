@@ -9,7 +9,6 @@ from typing import Any
 from rich.console import Console
 
 from pipediag.commands.common import (
-    RichProgress,
     add_output_arguments,
     check_outputs,
     exit_code_for,
@@ -17,8 +16,10 @@ from pipediag.commands.common import (
     positive_float,
     positive_int,
     print_and_write,
+    with_progress,
 )
 from pipediag.errors import UsageError
+from pipediag.records.options import RunOptions
 
 
 def add_target_arguments(p: argparse.ArgumentParser, *, batch_size: bool = True,
@@ -109,22 +110,24 @@ def register(sub) -> None:
     add_output_arguments(d, save_alias=True)
 
 
+def checked_target(args: argparse.Namespace, command: str) -> tuple[Any, RunOptions]:
+    """The checks diagnose and scale make of their command line before anything runs, then the
+    dataset builder and the RunOptions."""
+    check_dataset_arguments(args, command)
+    check_outputs(args)
+    check_gpus_argument(args)
+    builder, label = load_dataset(args)
+    return builder, options_from_args(args, max_seconds=args.max_seconds, label=label, gpus=args.gpus)
+
+
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag import api
     from pipediag.commands.scale import quote_scale_command, scale_command
     from pipediag.report.terminal import render_diagnosis
 
-    check_dataset_arguments(args, "diagnose")
-    check_outputs(args)
-    check_gpus_argument(args)
-    builder, label = load_dataset(args)
-    options = options_from_args(args, max_seconds=args.max_seconds, label=label, gpus=args.gpus)
+    builder, options = checked_target(args, "diagnose")
     asked = dict(ram_budget_bytes=args.ram_budget_mb * 2**20 if args.ram_budget_mb else None, thorough=args.thorough)
-    if args.quiet:
-        diagnosis = api.diagnose(builder, options=options, **asked)
-    else:
-        with RichProgress(err) as progress:
-            diagnosis = api.diagnose(builder, options=replace(options, progress=progress), **asked)
+    diagnosis = with_progress(args, err, lambda p: api.diagnose(builder, options=replace(options, progress=p), **asked))
     diagnosis = quote_scale_command(diagnosis, scale_command(args))
     # Files first: on an interrupted run they are what the user keeps.
     print_and_write(diagnosis, render_diagnosis(diagnosis), args, out, err, name_files=not args.quiet)

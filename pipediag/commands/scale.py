@@ -9,18 +9,15 @@ from dataclasses import replace
 from rich.console import Console
 
 from pipediag.commands.common import (
-    RichProgress,
     add_output_arguments,
     exit_code_for,
-    check_outputs,
-    options_from_args,
     positive_float,
     positive_int,
     print_and_write,
+    with_progress,
 )
 from pipediag.commands.diagnose import (
-    add_dataset_arguments, add_gpus_argument, add_target_arguments, check_dataset_arguments, check_gpus_argument,
-    load_dataset,
+    add_dataset_arguments, add_gpus_argument, add_target_arguments, checked_target,
 )
 
 
@@ -113,11 +110,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag import scale as scaling
     from pipediag.report.scale import render_scale
 
-    check_dataset_arguments(args, "scale")
-    check_outputs(args)
-    check_gpus_argument(args)
-    builder, label = load_dataset(args)
-    options = options_from_args(args, max_seconds=args.max_seconds, label=label, gpus=args.gpus)
+    builder, options = checked_target(args, "scale")
     asked = dict(
         workers=args.workers, worker_cores=args.worker_cores, service=args.service,
         remote_workers=args.remote_workers, processing_mode=args.processing_mode,
@@ -126,11 +119,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     # Ctrl-C and SIGTERM (a job scheduler, `kill`) end the run alike: scale() stops the servers
     # and returns what was measured, and the partial report is printed and written.
-    if args.quiet:
-        result = scaling.scale(builder, options=options, **asked)
-    else:
-        with RichProgress(err) as progress:
-            result = scaling.scale(builder, options=replace(options, progress=progress), **asked)
+    result = with_progress(args, err, lambda p: scaling.scale(builder, options=replace(options, progress=p), **asked))
     print_and_write(result, render_scale(result), args, out, err)
     if result.error is not None:  # a server died or the user's code raised: after the partial report
         raise result.error

@@ -8,12 +8,12 @@ from dataclasses import replace
 from rich.console import Console
 
 from pipediag.commands.common import (
-    RichProgress,
     add_output_arguments,
-    exit_code_for,
     check_outputs,
+    exit_code_for,
     positive_int,
     print_and_write,
+    with_progress,
 )
 from pipediag.commands.diagnose import add_target_arguments
 from pipediag.errors import UsageError
@@ -69,10 +69,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
         after_user_code(limit)
     asked = dict(memory_limit=limit, keep_going=args.keep_going)
-    if args.quiet:
-        result = sweep(builder, sizes, options=options, **asked)
-    else:
-        with RichProgress(err) as progress:
-            result = sweep(builder, sizes, options=replace(options, progress=progress), **asked)
+    result = with_progress(args, err, lambda p: sweep(builder, sizes, options=replace(options, progress=p), **asked))
     print_and_write(result, render_sweep(result), args, out, err)
     return exit_code_for(result.status)

@@ -53,3 +53,20 @@ def test_options_are_frozen_and_replace_makes_a_changed_copy():
         opts.batch_size = 16
     assert dataclasses.replace(opts, batch_size=16).batch_size == 16
     assert {"max_seconds", "batch_size", "gpus", "sample_hz", "stall_timeout_s", "progress"} <= NAMES
+
+
+def test_the_entry_points_refuse_options_given_twice_before_running_anything():
+    import pipediag
+    from pipediag.scale import scale
+    from pipediag.sweep import sweep
+
+    with pytest.raises(UsageError, match="not both"):
+        pipediag.diagnose(lambda: None, options=RunOptions(), max_seconds=5)
+    with pytest.raises(TypeError, match="max_secs"):
+        pipediag.diagnose(lambda: None, max_secs=5)
+    with pytest.raises(UsageError, match="gpus"):
+        pipediag.compare(lambda: None, lambda: None, gpus="0")
+    with pytest.raises(UsageError, match="batch_size"):
+        sweep(lambda: None, (8, 16), batch_size=8)
+    with pytest.raises(UsageError, match="model or a step"):
+        scale(lambda: None, options=RunOptions(model=object(), step=lambda batch: batch))

@@ -17,8 +17,9 @@ from pipediag.comparison import Comparison
 from pipediag.diagnosis import Diagnosis, read_json
 from pipediag.errors import PipediagError, UsageError, UserCodeError
 from pipediag.modes.runner import StopRule
+from pipediag.records.options import RunOptions
 from pipediag.tuned_api import TunedResult, tuned, tuned_pipeline
 
 __all__ = ["__version__", "diagnose", "Diagnosis", "read_json", "StopRule", "compare", "Comparison",
            "PipediagError", "UsageError", "UserCodeError",
-           "tuned", "tuned_pipeline", "TunedResult"]
+           "tuned", "tuned_pipeline", "TunedResult", "RunOptions"]

@@ -10,12 +10,12 @@ with the saved timings. Library code: it returns an object and prints nothing.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
 from pipediag.analysis.comparison import RatioInterval
+from pipediag.api_options import check_step_options, sample_hz
 from pipediag.analysis.usage import Usage, usage
 from pipediag.comparison import Comparison, SideInfo, SideNumbers
 from pipediag.diagnosis import Diagnosis, read_json
@@ -23,10 +23,11 @@ from pipediag.environment import collect
 from pipediag.errors import UsageError
 from pipediag.modes.interleave import FED, INPUT_ONLY, ComparePlan, Rounds, Side, run_rounds
 from pipediag.modes.watchdog import Watchdog
+from pipediag.records.kinds import COMPLETE, INTERRUPTED, OUT_OF_MEMORY, STALLED
+from pipediag.records.options import RunOptions, run_options
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.readings import SampleLog
-from pipediag.samples.sampler import DEFAULT_HZ, Sampler
-from pipediag.steps.step import BATCH_FORMATS
+from pipediag.samples.sampler import Sampler
 from pipediag.verdict.comparison import DEFAULT_EQUIVALENCE, is_clear, judge
 
 
@@ -55,52 +56,47 @@ def compare(
     a: Callable[..., Any] | Any | None = None,
     b: Callable[..., Any] | Any | None = None,
     *,
+    options: RunOptions | None = None,
     baseline: Diagnosis | str | None = None,
-    model: Any | None = None,
-    step: Callable[[Any], Any] | None = None,
     a_kwargs: dict[str, Any] | None = None,
     b_kwargs: dict[str, Any] | None = None,
-    batch_size: int | None = None,
-    batched: bool = False,
-    batch_format: str = "tf",
     plan: ComparePlan | None = None,
     equivalence: float = DEFAULT_EQUIVALENCE,
     fail_if_slower: float | None = None,
-    sample_hz: float = DEFAULT_HZ,
-    nvml_lib: Any | None = None,
     label_a: str | None = None,
     label_b: str | None = None,
-    step_label: str | None = None,
-    progress: CompareProgress | None = None,
-    clock_ns: Callable[[], int] = time.monotonic_ns,
-    stall_timeout_s: float | None = None,
+    **run_options_given: Any,
 ) -> Comparison:
     """Compare pipeline B (the change) with pipeline A (the baseline), feeding the same step.
 
     a, b: dataset builders (or Datasets); the same builder twice with different `a_kwargs` and
     `b_kwargs` compares two settings of it. `baseline`: a saved diagnosis (or its JSON path)
-    instead of `a`. model/step: as in `diagnose`; neither gives a stand-in model built for A's
-    batch. Every ratio is B's throughput over A's. `fail_if_slower=0.05` marks a regression when
+    instead of `a`. options: the RunOptions every entry point shares, or the same as keyword
+    arguments (as for `diagnose`; not builder_kwargs, label or gpus: A and B have their own, and
+    compare samples every GPU); max_seconds caps the whole comparison (overrides the plan's).
+    model/step: as in `diagnose`; neither gives a stand-in model built for A's batch. Every ratio is B's throughput over A's. `fail_if_slower=0.05` marks a regression when
     B is slower than A by more than 5% with confidence (`Comparison.regression`).
     `stall_timeout_s`: as in `diagnose`; a turn that stalls ends the comparison with status
     "stalled" and the rounds before it (a first batch that never comes raises `Stalled`).
     """
+    opts = run_options(options, "compare", unsupported=("builder_kwargs", "label", "gpus"), **run_options_given)
+    model, step, batch_size, batched, batch_format = opts.model, opts.step, opts.batch_size, opts.batched, opts.batch_format
+    nvml_lib, step_label, clock_ns = opts.nvml_lib, opts.step_label, opts.clock_ns
     if b is None:
         raise UsageError("nothing to compare: B (the changed pipeline) is missing", "pipediag compare A B, "
                          "or pipediag compare --baseline run.json B")
     if (a is None) == (baseline is None):
         raise UsageError("compare B with either a pipeline A or a saved baseline, not both",
                          "pipediag compare A B, or pipediag compare --baseline run.json B")
-    if model is not None and step is not None:
-        raise UsageError("give a model or a step, not both", "--model for a Keras model, --step for your own step")
-    if batch_format not in BATCH_FORMATS:
-        raise UsageError(f"unknown batch format {batch_format!r}", f"use one of {', '.join(BATCH_FORMATS)}")
+    check_step_options(opts)
     if not 0 < equivalence < 1:
         raise UsageError(f"equivalence must be a fraction between 0 and 1, got {equivalence}", "e.g. 0.05 for ±5%")
     if fail_if_slower is not None and not 0 <= fail_if_slower < 1:
         raise UsageError(f"fail_if_slower must be a fraction between 0 and 1, got {fail_if_slower}", "e.g. 0.05 for 5%")
     plan = plan or ComparePlan()
-    progress = progress or _Silent()
+    if opts.max_seconds is not None:
+        plan = replace(plan, max_seconds=opts.max_seconds)
+    progress = opts.progress or _Silent()
     saved_file = None
     if isinstance(baseline, str):
         saved_file, baseline = baseline, read_json(baseline)
@@ -111,12 +107,12 @@ def compare(
     started = clock_ns()
     progress.phase("reading the environment")
     environment = collect(nvml_lib=nvml_lib)
-    sampler = Sampler(gpu_reader=GpuReader(nvml_lib), hz=sample_hz, clock_ns=clock_ns)
+    sampler = Sampler(gpu_reader=GpuReader(nvml_lib), hz=sample_hz(opts), clock_ns=clock_ns)
     sampler.start()
     try:
         measured = _measure(a, b, baseline, model, step, a_kwargs or {}, b_kwargs or {}, batch_size, batched,
                             batch_format, plan, equivalence, fail_if_slower, label_a, label_b, step_label, saved_file,
-                            progress, clock_ns, notes, Watchdog(stall_timeout_s))
+                            progress, clock_ns, notes, Watchdog(opts.stall_timeout_s))
     finally:
         log = sampler.stop()
     if sampler.error is not None:
@@ -182,6 +178,40 @@ def _cache_pass_batches(prepared) -> int | None:
     return -(-elements // per_batch)
 
 
+def _rate_scale(prepared: dict, saved: Diagnosis | None, notes: list[str]) -> dict[str, float]:
+    """What each side's batches/s are multiplied by: 1, or its batch size when A's and B's differ
+    (then every rate and ratio is in examples/s)."""
+    sizes = {name: p.element.batch_size for name, p in prepared.items()}
+    if saved is not None:
+        sizes["A"] = saved.element.batch_size if saved.element else None
+    scale = {"A": 1.0, "B": 1.0}
+    if sizes.get("A") and sizes.get("B") and sizes["A"] != sizes["B"]:
+        scale = {"A": float(sizes["A"]), "B": float(sizes["B"])}
+        notes.append(f"the batch sizes differ (A {sizes['A']}, B {sizes['B']}): every rate and ratio is in examples/s")
+    elif "A" in prepared and prepared["A"].element.structure != prepared["B"].element.structure:
+        notes.append(f"A and B yield different batches (A: {prepared['A'].element.structure}; "
+                     f"B: {prepared['B'].element.structure}); rates are in batches/s")
+    return scale
+
+
+def _side(name: str, prepared, feed, rate_scale: float, notes: list[str]) -> Side:
+    """One side's turns: a pipeline that caches warms up over one full pass first, so that no
+    round times the cache filling."""
+    passes = _cache_pass_batches(prepared)
+    until = None
+    if passes is not None:
+
+        def until(feed=feed, passes=passes) -> bool:
+            return feed.batches > passes
+
+        notes.append(f"{name} caches its data: its first turn warmed up over one full pass ({passes} batches) "
+                     "so the cache was filled before any round")
+    elif any(s.kind == "cache" for s in prepared.stages):
+        notes.append(f"{name} has a cache() whose pass length pipediag cannot tell: early rounds may include "
+                     "filling it")
+    return Side(name, feed, end_turn=feed.close, warmup_until=until, rate_scale=rate_scale)
+
+
 def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, batch_size, batched, batch_format,
              plan: ComparePlan, equivalence, fail_if_slower, label_a, label_b, step_label, saved_file,
              progress: CompareProgress, clock_ns, notes: list[str], watchdog: Watchdog):
@@ -206,34 +236,9 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
         notes.append(f"the saved run's step differs from this one's: it was \"{saved.step.description}\"; "
                      "the comparison includes that change")
 
-    sizes = {name: p.element.batch_size for name, p in prepared.items()}
-    if saved is not None:
-        sizes["A"] = saved.element.batch_size if saved.element else None
-    scale = {"A": 1.0, "B": 1.0}
-    if sizes.get("A") and sizes.get("B") and sizes["A"] != sizes["B"]:
-        scale = {"A": float(sizes["A"]), "B": float(sizes["B"])}
-        notes.append(f"the batch sizes differ (A {sizes['A']}, B {sizes['B']}): every rate and ratio is in examples/s")
-    elif "A" in prepared and prepared["A"].element.structure != prepared["B"].element.structure:
-        notes.append(f"A and B yield different batches (A: {prepared['A'].element.structure}; "
-                     f"B: {prepared['B'].element.structure}); rates are in batches/s")
-
+    scale = _rate_scale(prepared, saved, notes)
     feeds = {name: BatchFeed(p.dataset, the_step.info.batch_format) for name, p in prepared.items()}
-    sides = {}
-    for name, p in prepared.items():
-        passes = _cache_pass_batches(p)
-        until = None
-        if passes is not None:
-            feed = feeds[name]
-
-            def until(feed=feed, passes=passes) -> bool:
-                return feed.batches > passes
-
-            notes.append(f"{name} caches its data: its first turn warmed up over one full pass ({passes} batches) "
-                         "so the cache was filled before any round")
-        elif any(s.kind == "cache" for s in p.stages):
-            notes.append(f"{name} has a cache() whose pass length pipediag cannot tell: early rounds may include "
-                         "filling it")
-        sides[name] = Side(name, feeds[name], end_turn=feeds[name].close, warmup_until=until, rate_scale=scale[name])
+    sides = {name: _side(name, p, feeds[name], scale[name], notes) for name, p in prepared.items()}
 
     baseline_runs = None
     if saved is not None:
@@ -244,7 +249,7 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
         baseline={k: baseline_runs[k] for k in plan.kinds} if baseline_runs else None,
         baseline_scale=scale["A"], progress=progress, dispatch=the_step.dispatch, watchdog=watchdog,
     )
-    if rounds.stop_reason == "stalled" and watchdog.last_stall is not None:
+    if rounds.stop_reason == STALLED and watchdog.last_stall is not None:
         notes.append(f"{rounds.failed_side}'s turn stalled: {watchdog.last_stall}; the rounds before it are kept")
     for name, feed in feeds.items():
         if feed.restarts:
@@ -299,13 +304,13 @@ def _saved_numbers(saved: Diagnosis, kind: str, scale: float) -> SideNumbers | N
 
 def _why_no_interval(rounds: Rounds, plan: ComparePlan) -> str:
     n = len(rounds.rounds)
-    if rounds.stop_reason == "out_of_memory":
+    if rounds.stop_reason == OUT_OF_MEMORY:
         return f"the step ran out of memory on {rounds.failed_side}'s batches after {n} round(s)"
     if rounds.stop_reason == "input_exhausted":
         return f"{rounds.failed_side}'s input ran out after {n} round(s)"
-    if rounds.stop_reason == "interrupted":
+    if rounds.stop_reason == INTERRUPTED:
         return f"interrupted after {n} round(s); an interval needs 2"
-    if rounds.stop_reason == "stalled":
+    if rounds.stop_reason == STALLED:
         return f"{rounds.failed_side}'s turn stalled after {n} round(s)"
     if rounds.stop_reason == "time_cap":
         return (f"the time cap ({plan.max_seconds:g} s) allowed only {n} round(s); an interval needs 2: "
@@ -333,7 +338,7 @@ def conclude(side_a: SideInfo, side_b: SideInfo, step_info, rounds: Rounds, save
                          " — the comparison mixes that change with B's")
         notes.append("A is a saved run: its timings and B's were not interleaved, so a change of the machine "
                      "between the two runs is not in the interval; compare two live pipelines where you can")
-        if saved.status != "complete":
+        if saved.status != COMPLETE:
             notes.append(f"the saved run is {saved.status}")
         if saved.settings.get("batch_format") not in (None, batch_format):
             notes.append(f"the saved run fed {saved.settings.get('batch_format')} batches, this run {batch_format}")
@@ -346,7 +351,7 @@ def conclude(side_a: SideInfo, side_b: SideInfo, step_info, rounds: Rounds, save
                      "to narrow it")
     unit = "examples" if side_a.rate_scale != 1.0 or side_b.rate_scale != 1.0 else "batches"
     return Comparison(
-        status=rounds.stop_reason if rounds.stop_reason in ("interrupted", "stalled") else "complete",
+        status=rounds.stop_reason if rounds.stop_reason in (INTERRUPTED, STALLED) else COMPLETE,
         a=side_a, b=side_b, step=step_info,
         environment=environment.for_step(step_info.framework if step_info else None),
         baseline_environment=None if saved is None else saved.environment,

@@ -7,11 +7,11 @@ saved comparison can be re-rendered or re-analysed. docs/compare.md documents th
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipediag.diagnosis import SCHEMA_VERSION, file_header
+from pipediag.records.header import SCHEMA_VERSION, created_now, file_header, header_fields
+from pipediag.records.kinds import RoundsStop, Status
 from pipediag.analysis.comparison import LookPlan, RatioInterval
 from pipediag.analysis.usage import Usage
 from pipediag.builder.element import ElementInfo
@@ -81,7 +81,7 @@ class SideNumbers:
 
 @dataclass(frozen=True)
 class Comparison:
-    status: str  # complete | interrupted | stalled
+    status: Status  # complete | interrupted | stalled
     a: SideInfo
     b: SideInfo
     step: StepInfo | None
@@ -95,7 +95,7 @@ class Comparison:
     sides: dict[str, dict[str, SideNumbers]]  # side -> kind -> numbers
     rounds: tuple[Round, ...]
     segments: tuple[Segment, ...]
-    stop_reason: str  # clear | round_cap | time_cap | interrupted | out_of_memory | input_exhausted | stalled
+    stop_reason: RoundsStop
     looks_taken: int
     segment_seconds: float
     baseline_chunks: dict[str, tuple[float, ...]]
@@ -103,7 +103,7 @@ class Comparison:
     settings: dict[str, Any]
     notes: tuple[str, ...] = ()
     elapsed_s: float = 0.0
-    created_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=created_now)
 
     @property
     def verdict(self) -> ComparisonVerdict:
@@ -178,7 +178,7 @@ class Comparison:
             )
         base_env = d.get("baseline_environment")
         return cls(
-            status=d["status"],
+            **header_fields(d),
             a=SideInfo.from_dict(d["a"]),
             b=SideInfo.from_dict(d["b"]),
             step=None if d.get("step") is None else StepInfo.from_dict(d["step"]),
@@ -199,8 +199,6 @@ class Comparison:
             samples=SampleLog.from_dict(d["samples"]),
             settings={k: v for k, v in d["settings"].items() if k not in ("plan", "segment_seconds")},
             notes=tuple(d.get("notes", [])),
-            elapsed_s=d.get("elapsed_s", 0.0),
-            created_at=d.get("created_at", ""),
         )
 
 

@@ -7,14 +7,12 @@ docs/json-schema.md documents the format.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipediag._version import __version__
 from pipediag.analysis.ablation import Ablation
 from pipediag.analysis.handover import Handover
 from pipediag.analysis.modes import ModeSummary, summary_from_dict
@@ -27,23 +25,20 @@ from pipediag.fixes.recommend import Fix
 from pipediag.modes.changes import Change
 from pipediag.modes.runner import ModeRun
 from pipediag.modes.watchdog import StallInfo
+from pipediag.records.header import (  # noqa: F401 (SCHEMA_VERSION, file_header: re-exported)
+    SCHEMA_VERSION, created_now, file_header, header_fields, run_header, run_header_fields,
+)
+from pipediag.records.kinds import Status
 from pipediag.samples.readings import SampleLog
 from pipediag.steps.step import StepInfo
 from pipediag.verdict.rules import Verdict
 
-SCHEMA_VERSION = 1
-
-
-def file_header(kind: str, result: Any) -> dict[str, Any]:
-    """The fields every pipediag JSON file starts with (a diagnosis, comparison, sweep, scale)."""
-    return {"schema_version": SCHEMA_VERSION, "kind": kind, "pipediag_version": __version__,
-            "created_at": result.created_at, "status": result.status, "elapsed_s": result.elapsed_s}
 MODE_NAMES = ("synthetic", "pipeline", "input_only", "tuned")
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    status: str  # complete | interrupted | stalled | failed (the user's code raised mid-run)
+    status: Status  # the user's code raised mid-run: "failed"
     target: str
     step: StepInfo | None
     environment: Environment
@@ -63,7 +58,7 @@ class Diagnosis:
     settings: dict[str, Any]
     notes: tuple[str, ...] = ()
     elapsed_s: float = 0.0
-    created_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=created_now)
     anatomy: Anatomy | None = None  # the rate after each stage, and the slow stage
     ablation: Ablation | None = None  # what each tuned-mode change gave on its own
     handover: Handover | None = None  # one already-produced batch handed to the step: get_next, conversion, copy
@@ -95,11 +90,7 @@ class Diagnosis:
             d["run"] = None if run is None else run.to_dict()
             modes[name] = d
         return {
-            **file_header("diagnosis", self),
-            "target": self.target,
-            "step": None if self.step is None else self.step.to_dict(),
-            "environment": self.environment.to_dict(),
-            "settings": dict(self.settings),
+            **run_header("diagnosis", self),
             "dataset": {
                 "element": None if self.element is None else self.element.to_dict(),
                 "cardinality": self.cardinality,
@@ -142,10 +133,7 @@ class Diagnosis:
         dataset = d.get("dataset") or {}
         tuning = d.get("tuning") or {}
         return cls(
-            status=d["status"],
-            target=d["target"],
-            step=None if d.get("step") is None else StepInfo.from_dict(d["step"]),
-            environment=Environment.from_dict(d["environment"]),
+            **run_header_fields(d, StepInfo, Environment),
             element=None if dataset.get("element") is None else ElementInfo.from_dict(dataset["element"]),
             cardinality=dataset.get("cardinality"),
             first_batch_ms=dataset.get("first_batch_ms"),
@@ -159,10 +147,7 @@ class Diagnosis:
             fixes=tuple(Fix.from_dict(f) for f in d.get("fixes", [])),
             tried=tuple(Change.from_dict(c) for c in d.get("tried", [])),
             samples=SampleLog.from_dict(d["samples"]),
-            settings=dict(d.get("settings", {})),
             notes=tuple(d.get("notes", [])),
-            elapsed_s=d.get("elapsed_s", 0.0),
-            created_at=d.get("created_at", ""),
             anatomy=None if d.get("anatomy") is None else Anatomy.from_dict(d["anatomy"]),
             ablation=None if tuning.get("ablation") is None else Ablation.from_dict(tuning["ablation"]),
             handover=None if d.get("handover") is None else Handover.from_dict(d["handover"]),

@@ -10,35 +10,30 @@ starts nothing. Library code: it returns an object and prints nothing.
 
 from __future__ import annotations
 
-import gc
 import math
-import signal
-import threading
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any
-
-import psutil
 
 from pipediag.analysis.capacity import (
     REMOTE, CountRate, RateEstimate, placement, plan_capacity, service_overhead, worker_busy,
 )
 from pipediag.analysis.modes import summarize
 from pipediag.analysis.visitation import PROCESSING_MODES, visitation
-from pipediag.api import Progress, SilentProgress
-from pipediag.builder import target as targets
-from pipediag.environment import Environment, collect
+from pipediag.api import SilentProgress
+from pipediag.api_options import check_step_options, sample_hz, stop_rule_for
+from pipediag.environment import collect
 from pipediag.errors import PipediagError, UsageError
-from pipediag.modes.runner import ModeRun, StopRule, run_mode
+from pipediag.modes.runner import StopRule
 from pipediag.modes.watchdog import Stalled, Watchdog
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.selection import GpuSelection
-from pipediag.samples.sampler import DEFAULT_HZ, Sampler
+from pipediag.samples.sampler import Sampler
+from pipediag.records.kinds import COMPLETE, FAILED, INTERRUPTED, STALLED
+from pipediag.records.options import RunOptions, run_options
+from pipediag.scale_measure import Checked, Interrupts, Measure, ScaleRun, measure_local_service, prepare
 from pipediag.scaling import CountResult, ScaleResult, ServiceInfo
 from pipediag.samples.container import ContainerLimits, read_limits
-from pipediag.service.cluster import LocalCluster, ServerInfo, Shutdown, host_cores, parse_address, probe
-from pipediag.steps.step import BATCH_FORMATS, Step
+from pipediag.service.cluster import host_cores, parse_address, probe
 
 DEFAULT_ACCELERATORS = (1, 8)
 
@@ -63,92 +58,10 @@ def default_workers(worker_cores: int, cores: int) -> tuple[int, ...]:
     return tuple(counts)
 
 
-class _Interrupts:
-    """Ctrl-C and SIGTERM kept as a flag as well as raised as KeyboardInterrupt.
-
-    Python raises KeyboardInterrupt wherever the main thread is when the signal handler runs.
-    Inside a finalizer (TensorFlow objects have many, and pipediag collects garbage between modes
-    so that finished service jobs are released) the exception is printed and dropped, and the run
-    would go on with its servers. The flag survives that: every phase and every progress tick
-    checks it. Installed only from the main thread and only over the default handlers, so a
-    program that handles these signals itself keeps its own handling.
-    """
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _Interrupts:
-        if threading.current_thread() is threading.main_thread():
-            for sig, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
-                current = signal.getsignal(sig)
-                # getsignal may give SIG_DFL as a plain 0; the CLI's SIGTERM handler is taken over too
-                if current == default or getattr(current, "pipediag_interrupt", False):
-                    self._previous[sig] = signal.signal(sig, self._handler)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-    def _handler(self, signum, frame) -> None:
-        self.requested = True
-        previous = self._previous.get(signum)
-        if getattr(previous, "pipediag_interrupt", False):
-            previous(signum, frame)  # the CLI's: it records SIGTERM (exit code 143) and raises
-        raise KeyboardInterrupt
-
-    def check(self) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-
-
-class _Checked:
-    """The caller's progress callback, checking for a pending interrupt at every call."""
-
-    def __init__(self, progress: Progress, interrupts: _Interrupts):
-        self.progress, self.interrupts = progress, interrupts
-
-    def phase(self, text: str, check: bool = True) -> None:
-        if check:
-            self.interrupts.check()
-        self.progress.phase(text)
-
-    def mode(self, name: str, elapsed_s: float, cap_s: float, steps: int) -> None:
-        self.interrupts.check()
-        self.progress.mode(name, elapsed_s, cap_s, steps)
-
-
-@dataclass
-class _Run:
-    target: str
-    environment: Environment | None = None
-    step: Step | None = None
-    element: Any = None
-    cardinality: Any = None
-    stages: tuple = ()
-    interrupted: bool = False
-    stall: str | None = None  # what stalled, when the run ended that way
-    failure: Exception | None = None  # a server died or the user's code raised after some modes ran
-    service_target: str | None = None
-    servers: tuple[ServerInfo, ...] = ()
-    shutdown: Shutdown | None = None
-    transfer_workers: int | None = None
-    transfer_worker_cpu: tuple[float, ...] | None = None
-    runs: dict[str, ModeRun] = field(default_factory=dict)
-    counts: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
 def scale(
     builder: Callable[..., Any] | Any,
     *,
-    model: Any | None = None,
-    step: Callable[[Any], Any] | None = None,
-    builder_kwargs: dict[str, Any] | None = None,
-    batch_size: int | None = None,
-    batched: bool = False,
-    batch_format: str = "tf",
+    options: RunOptions | None = None,
     workers: Sequence[int] | None = None,
     worker_cores: int = 1,
     service: str | None = None,
@@ -157,16 +70,9 @@ def scale(
     accelerators: Sequence[int] = DEFAULT_ACCELERATORS,
     compute_rate: float | None = None,
     stop_rule: StopRule | None = None,
-    sample_hz: float = DEFAULT_HZ,
     start_timeout_s: float = 120.0,
     contact_timeout_s: float = 60.0,
-    nvml_lib: Any | None = None,
-    label: str | None = None,
-    step_label: str | None = None,
-    progress: Progress | None = None,
-    clock_ns: Callable[[], int] = time.monotonic_ns,
-    stall_timeout_s: float | None = None,
-    gpus: str | Sequence[int | str] | None = None,
+    **run_options_given: Any,
 ) -> ScaleResult:
     """Measure the pipeline through tf.data service and plan the workers.
 
@@ -174,20 +80,79 @@ def scale(
     `worker_cores` cores. service: `grpc://host:port` of an existing dispatcher instead (then
     `remote_workers` may say how many workers it has). accelerators: counts to plan for.
     compute_rate: batches/s one accelerator takes; by default the step's rate with free input
-    measured here (synthetic mode). Other arguments as for `diagnose()`.
+    measured here (synthetic mode). options (or the same as keyword arguments), stop_rule: as
+    for `diagnose()`.
 
     Ctrl-C or SIGTERM (when called from the main thread, over Python's default handlers) stops
     the servers and returns what was measured, with status "interrupted". A batch or step that
     takes longer than `stall_timeout_s` (see `diagnose`) — a worker killed mid-run, a dispatcher
     gone — does the same with status "stalled".
     """
+    opts = run_options(options, "scale", **run_options_given)
+    check_step_options(opts)
     cores = host_cores()
     container = read_limits()
     usable = plan_cores(len(cores), container)
-    if model is not None and step is not None:
-        raise UsageError("give a model or a step, not both", "--model for a Keras model, --step for your own step")
-    if batch_format not in BATCH_FORMATS:
-        raise UsageError(f"unknown batch format {batch_format!r}", f"use one of {', '.join(BATCH_FORMATS)}")
+    counts = _check_arguments(len(cores), usable, workers, worker_cores, service, remote_workers, processing_mode,
+                              accelerators, compute_rate)
+    address = parse_address(service) if service is not None else None  # (target, host, port)
+    remote = address is not None
+
+    rule = stop_rule_for(opts, stop_rule)
+    started = opts.clock_ns()
+    state = ScaleRun(target=opts.label_for(builder))
+    sampler = Sampler(gpu_reader=GpuReader(opts.nvml_lib, gpus=GpuSelection.choose(opts.gpus)), hz=sample_hz(opts),
+                      clock_ns=opts.clock_ns, container=container)
+    with Interrupts() as interrupts:
+        progress = Checked(opts.progress or SilentProgress(), interrupts)
+        progress.phase("reading the environment")
+        state.environment = collect(nvml_lib=opts.nvml_lib, container=container)
+        sampler.start()
+        watchdog = Watchdog(opts.stall_timeout_s)
+        try:
+            if remote:  # before minutes of local measurement, not after
+                progress.phase(f"checking the dispatcher at {address[1]}:{address[2]}")
+                probe(address[1], address[2], timeout_s=min(contact_timeout_s, 10.0))
+            dataset, the_step, first_batch = prepare(state, builder, opts, progress, watchdog)
+            measure = Measure(state, dataset, the_step, first_batch, rule, processing_mode,
+                               contact_timeout_s, progress, interrupts.check, opts.clock_ns, watchdog)
+            measure.local()
+            if remote:
+                state.service_target = address[0]
+                measure.transfer(address[0], None)
+                measure.count(address[0], None, None)
+            else:
+                measure_local_service(state, measure, counts, worker_cores, start_timeout_s, progress)
+        except KeyboardInterrupt:
+            state.interrupted = True
+        except Stalled as stall:
+            _ended_by(state, stall=stall)
+        except PipediagError as error:  # a worker killed mid-run (ServiceError), the user's code raising
+            if not state.runs:
+                raise  # nothing measured yet: the error is the whole answer
+            _ended_by(state, failure=error)
+        finally:
+            log = sampler.stop()
+    if sampler.error is not None:
+        state.notes.append(f"the sampler stopped early: {type(sampler.error).__name__}: {sampler.error}")
+    return _conclude(state, log, rule, usable, worker_cores, remote, remote_workers, processing_mode, accelerators,
+                     compute_rate, opts.batch_size, opts.batch_format, counts, (opts.clock_ns() - started) / 1e9)
+
+
+def _ended_by(state: ScaleRun, stall: Stalled | None = None, failure: PipediagError | None = None) -> None:
+    """A stall or a failure after some modes ran: recorded, with the note that says so first."""
+    if stall is not None:
+        state.stall = str(stall)
+        state.notes.insert(0, f"stalled in {stall}; the modes measured before it are kept, the later ones were not run")
+    else:
+        state.failure = failure
+        state.notes.insert(0, f"failed: {failure.message}; the modes measured before it are kept, the later "
+                              "ones were not run")
+
+
+def _check_arguments(host_cores: int, usable: int, workers, worker_cores: int, service, remote_workers,
+                     processing_mode: str, accelerators, compute_rate) -> tuple[int, ...]:
+    """scale()'s own arguments checked (a HINT each); the worker counts to measure."""
     if processing_mode not in PROCESSING_MODES:
         raise UsageError(f"unknown processing mode {processing_mode!r}", f"use one of {', '.join(PROCESSING_MODES)}")
     if service is not None and workers is not None:
@@ -195,302 +160,23 @@ def scale(
                          "give one of them (with --service, --remote-workers N says how many workers it has)")
     if remote_workers is not None and service is None:
         raise UsageError("--remote-workers describes a deployment given with --service", "add --service grpc://HOST:PORT")
-    if worker_cores < 1 or worker_cores > len(cores):
-        raise UsageError(f"--worker-cores {worker_cores}: this host has {len(cores)} core(s) to pin workers to",
-                         f"give 1 to {len(cores)}")
+    if worker_cores < 1 or worker_cores > host_cores:
+        raise UsageError(f"--worker-cores {worker_cores}: this host has {host_cores} core(s) to pin workers to",
+                         f"give 1 to {host_cores}")
     counts = tuple(sorted(set(workers))) if workers else default_workers(worker_cores, usable)
     if any(n < 1 for n in counts) or any(a < 1 for a in accelerators) or (remote_workers is not None and remote_workers < 1):
         raise UsageError("worker and accelerator counts must be positive", "e.g. --workers 1,2,4 --accelerators 1,8")
     if compute_rate is not None and compute_rate <= 0:
         raise UsageError("--compute-rate must be positive", "batches/s one accelerator takes with free input")
-    remote = service is not None
-    if remote:
-        service_target, host, port = parse_address(service)
-
-    rule = stop_rule or StopRule()
-    started = clock_ns()
-    label = label or getattr(builder, "__name__", type(builder).__name__)
-    state = _Run(target=label)
-    sampler = Sampler(gpu_reader=GpuReader(nvml_lib, gpus=GpuSelection.choose(gpus)), hz=sample_hz,
-                      clock_ns=clock_ns, container=container)
-    with _Interrupts() as interrupts:
-        progress = _Checked(progress or SilentProgress(), interrupts)
-        progress.phase("reading the environment")
-        state.environment = collect(nvml_lib=nvml_lib, container=container)
-        sampler.start()
-        watchdog = Watchdog(stall_timeout_s)
-        try:
-            if remote:  # before minutes of local measurement, not after
-                progress.phase(f"checking the dispatcher at {host}:{port}")
-                probe(host, port, timeout_s=min(contact_timeout_s, 10.0))
-            dataset, the_step, first_batch = _prepare(state, builder, model, step, step_label, builder_kwargs or {},
-                                                      batch_size, batched, batch_format, progress, clock_ns,
-                                                      watchdog)
-            measure = _Measure(state, dataset, the_step, first_batch, rule, processing_mode,
-                               contact_timeout_s, progress, interrupts.check, clock_ns, watchdog)
-            measure.local()
-            if remote:
-                state.service_target = service_target
-                measure.transfer(service_target, None)
-                measure.count(service_target, None, None)
-            else:
-                _measure_local_service(state, measure, counts, worker_cores, start_timeout_s, progress)
-        except KeyboardInterrupt:
-            state.interrupted = True
-        except Stalled as stall:
-            state.stall = str(stall)
-            state.notes.insert(0, f"stalled in {stall}; the modes measured before it are kept, the later ones "
-                                  "were not run")
-        except PipediagError as error:  # a worker killed mid-run (ServiceError), the user's code raising
-            if not state.runs:
-                raise  # nothing measured yet: the error is the whole answer
-            state.failure = error
-            state.notes.insert(0, f"failed: {error.message}; the modes measured before it are kept, the later "
-                                  "ones were not run")
-        finally:
-            log = sampler.stop()
-    if sampler.error is not None:
-        state.notes.append(f"the sampler stopped early: {type(sampler.error).__name__}: {sampler.error}")
-    return _conclude(state, log, rule, usable, worker_cores, remote, remote_workers, processing_mode, accelerators,
-                     compute_rate, batch_size, batch_format, counts, (clock_ns() - started) / 1e9)
+    return counts
 
 
-def _prepare(state: _Run, builder, model, step, step_label, builder_kwargs, batch_size, batched, batch_format,
-             progress: Progress, clock_ns, watchdog: Watchdog):
-    """The dataset (batched, checked to run without Python), its first batch and the step.
-    The same building blocks as diagnose(); the py_function check comes before any server starts."""
-    from pipediag.backends.tf import tf
-    from pipediag.builder.dataset import cardinality, describe, has_batching, require_dataset, take_first_batch
-    from pipediag.builder.graph import GraphError, PipelineGraph
-    from pipediag.modes.service import refuse_python
-    from pipediag.steps.keras_step import keras_step
-    from pipediag.steps.standin import standin_step
-    from pipediag.steps.user_step import user_step
 
-    progress.phase("building the dataset")
-    kwargs = dict(builder_kwargs)
-    took_batch_size = False
-    if isinstance(builder, tf.data.Dataset):
-        dataset = builder
-    else:
-        if batch_size is not None and targets.accepts(builder, "batch_size"):
-            kwargs["batch_size"] = batch_size
-            took_batch_size = True
-        dataset = require_dataset(targets.call_user(builder, kwargs, "dataset builder"))
-    try:
-        graph = PipelineGraph.from_dataset(dataset)
-    except GraphError as error:
-        # distribute() serializes the same graph: a pipeline that cannot be serialized cannot be sent.
-        raise UsageError(
-            f"the pipeline cannot be sent to tf.data service workers: {error}",
-            "workers rebuild the pipeline from its serialized graph; remove what cannot be serialized "
-            "(captured Python objects, unsupported resources)",
-        ) from error
-    stages = graph.stages()
-    if not has_batching(graph) and not batched and not took_batch_size:
-        if batch_size is None:
-            raise UsageError(
-                "the dataset yields single examples, not batches: no batch() in the pipeline",
-                "pass --batch-size N (pipediag adds .batch(N)), add .batch(N) to your builder, "
-                "or pass --batched if each element already is a batch",
-            )
-        dataset = dataset.batch(batch_size)
-        graph = PipelineGraph.from_dataset(dataset)
-        stages = graph.stages()
-        state.notes.append(f"the dataset was unbatched: pipediag added .batch({batch_size})")
-    state.stages = tuple(stages)
-    refuse_python(stages, graph)
-    state.cardinality = cardinality(dataset)
-
-    progress.phase("taking the first batch")
-    first = watchdog.call(lambda: take_first_batch(dataset, clock_ns), "taking the first batch")
-    state.element = describe(dataset.element_spec, first.batch)
-    progress.phase("building the step")
-    if model is not None:
-        the_step = keras_step(model, step_label or "the model", first_batch=first.batch)
-    elif step is not None:
-        the_step = user_step(step, step_label or "the step", batch_format)
-    else:
-        the_step = standin_step(first.batch, dataset.element_spec)
-    state.step = the_step
-    return dataset, the_step, first.batch
-
-
-def _measure_local_service(state: _Run, measure: _Measure, counts: tuple[int, ...], worker_cores: int,
-                           start_timeout_s: float, progress: _Checked) -> None:
-    cluster = LocalCluster(worker_cores=worker_cores, start_timeout_s=start_timeout_s)
-    try:
-        progress.phase("starting the tf.data service dispatcher (a process on 127.0.0.1)")
-        cluster.start()
-        state.service_target = cluster.target
-        for n in counts:
-            more = n - len(cluster.workers)
-            progress.phase(f"starting {more} more worker process(es): {n} in all")
-            cluster.add_workers(more)
-            state.servers = cluster.servers
-            if "transfer" not in state.runs:
-                measure.transfer(cluster.target, cluster)
-            measure.count(cluster.target, n, cluster)
-    finally:
-        progress.phase("stopping the tf.data service processes", check=False)  # nothing may keep stop() from running
-        state.servers = cluster.servers
-        state.shutdown = cluster.stop()
-
-
-class _Measure:
-    """Runs the modes of a scale measurement, recording into the run's state."""
-
-    def __init__(self, state: _Run, dataset, step: Step, first_batch, rule: StopRule,
-                 processing_mode: str, contact_timeout_s: float, progress: Progress, check: Callable[[], None],
-                 clock_ns, watchdog: Watchdog):
-        self.state, self.dataset, self.step = state, dataset, step
-        self.first_batch, self.rule, self.processing_mode = first_batch, rule, processing_mode
-        self.contact_timeout_s, self.progress, self.check, self.clock_ns = contact_timeout_s, progress, check, clock_ns
-        self.batch_format = step.info.batch_format
-        self.watchdog = watchdog
-
-    def _run(self, name: str, label: str, next_batch, with_step: bool, **kw) -> ModeRun:
-        self.progress.phase(f"{label} mode")
-        result = run_mode(label, next_batch, self.step.run if with_step else None, self.rule,
-                          clock_ns=self.clock_ns, progress=self.progress.mode, watchdog=self.watchdog, **kw)
-        result = replace(result, name=name)
-        if result.stop_reason == "interrupted":
-            self.state.runs[name] = result
-            raise KeyboardInterrupt
-        if result.stop_reason == "stalled":
-            self.state.runs[name] = result
-            raise self.watchdog.last_stall
-        return result
-
-    def local(self) -> None:
-        from pipediag.modes.feeds import BatchFeed, constant_feed
-
-        from pipediag.modes.warmup import settling_warmup
-
-        if self.step.strategy is not None:  # every replica's slice held on its device (modes.distributed)
-            from pipediag.modes.distributed import distributed_constant
-
-            free = distributed_constant(self.first_batch, self.step.strategy)
-        else:
-            free = constant_feed(self.first_batch, self.batch_format)
-        settled = settling_warmup(self.clock_ns, self.rule.max_seconds)
-        self.state.runs["synthetic"] = self._run("synthetic", "synthetic", free, True, first_step_is_compile=True,
-                                                 warmup_until=settled)
-        if self.state.runs["synthetic"].stop_reason == "out_of_memory":
-            raise UsageError("the step ran out of memory with free input at this batch size",
-                             "run pipediag diagnose first; a step that does not fit cannot be fed by any service")
-        feed = BatchFeed(self.dataset, self.batch_format)
-        try:
-            self.state.runs["local_input_only"] = self._run("local_input_only", "local input", feed, False)
-        finally:
-            self._restarts(feed, "local input")
-            feed.close()
-
-    def transfer(self, target: str, cluster: LocalCluster | None) -> None:
-        """A constant batch through the service: what the service itself costs per batch."""
-        from pipediag.backends.tf import tf
-        from pipediag.modes.service import open_feed
-
-        constant = tf.data.Dataset.from_tensors(self.first_batch).repeat()
-        cpu = _WorkerCpu(cluster)
-        feed = open_feed(constant, target, "parallel_epochs", self.batch_format, self.contact_timeout_s,
-                         self.check)
-        try:
-            self.state.runs["transfer"] = self._run("transfer", "transfer", feed, False)
-        finally:
-            feed.close()
-            _release()
-            self.check()
-        self.state.transfer_workers = None if cluster is None else len(cluster.workers)
-        self.state.transfer_worker_cpu = cpu.read()[0]
-
-    def count(self, target: str, n: int | None, cluster: LocalCluster | None) -> None:
-        from pipediag.modes.service import open_feed
-
-        tag = "remote" if n is None else f"{n}w"
-        record: dict[str, Any] = {"workers": n}
-        self.state.counts.append(record)
-        if cluster is not None:
-            cluster.check()
-        cpu = _WorkerCpu(cluster)
-        feed = open_feed(self.dataset, target, self.processing_mode, self.batch_format, self.contact_timeout_s,
-                         self.check)
-        try:
-            record["input_only"] = self._run(f"{tag}_input_only", f"{tag} input", feed, False)
-        finally:
-            self._restarts(feed, f"{tag} input")
-            feed.close()
-            _release()
-            self.check()
-        record["worker_cpu_pct"], record["worker_cpu_reason"] = cpu.read()
-        if cluster is not None:
-            cluster.check()
-        feed = open_feed(self.dataset, target, self.processing_mode, self.batch_format, self.contact_timeout_s,
-                         self.check)
-        try:
-            record["fed"] = self._run(f"{tag}_fed", f"{tag} step", feed, True)
-        finally:
-            self._restarts(feed, f"{tag} step")
-            feed.close()
-            _release()
-            self.check()
-
-    def _restarts(self, feed, what: str) -> None:
-        if feed.restarts:
-            self.state.notes.append(
-                f"{what}: the dataset ended and was restarted {feed.restarts} time(s); restart costs are included")
-
-
-class _WorkerCpu:
-    """CPU of each local worker process from now until read(), warm-up included; 100 = one core."""
-
-    def __init__(self, cluster: LocalCluster | None):
-        self.procs = [] if cluster is None else [psutil.Process(w.pid) for w in cluster.workers]
-        self.remote = cluster is None
-        self.start = time.monotonic()
-        self.before = [self._seconds(p) for p in self.procs]
-
-    @staticmethod
-    def _seconds(proc: psutil.Process) -> float | None:
-        try:
-            t = proc.cpu_times()
-        except psutil.Error:
-            return None
-        return t.user + t.system
-
-    def read(self) -> tuple[tuple[float, ...] | None, str | None]:
-        if self.remote:
-            return None, "a remote deployment: its workers are not on this host"
-        wall = time.monotonic() - self.start
-        after = [self._seconds(p) for p in self.procs]
-        if None in after or None in self.before or wall <= 0:
-            return None, "a worker process could not be read"
-        return tuple(100.0 * (a - b) / wall for a, b in zip(after, self.before)), None
-
-
-def _release() -> None:
-    """Drop the finished iterator now, so its job is released before the next one starts."""
-    gc.collect()
-
-
-def _conclude(state: _Run, log, rule: StopRule, cores: int, worker_cores: int, remote: bool,
+def _conclude(state: ScaleRun, log, rule: StopRule, cores: int, worker_cores: int, remote: bool,
               remote_workers: int | None, processing_mode: str, accelerators, compute_rate, batch_size,
               batch_format, counts, elapsed_s: float) -> ScaleResult:
     modes = {name: summarize(run, log) for name, run in state.runs.items()}
-    results = []
-    for record in state.counts:
-        n = record["workers"]
-        input_run, fed_run = record.get("input_only"), record.get("fed")
-        results.append(CountResult(
-            workers=n,
-            placement=REMOTE if n is None else placement(n, worker_cores, cores),
-            input_only=None if input_run is None else summarize(input_run, log),
-            fed=None if fed_run is None else summarize(fed_run, log),
-            input_only_run=input_run,
-            fed_run=fed_run,
-            worker_cpu_pct=record.get("worker_cpu_pct"),
-            worker_cpu_reason=record.get("worker_cpu_reason"),
-        ))
+    results = [_count_result(record, log, worker_cores, cores) for record in state.counts]
     count_rates = [CountRate(c.workers, RateEstimate.of(c.input_only)) for c in results]
     local = RateEstimate.of(modes.get("local_input_only"))
     transfer = RateEstimate.of(modes.get("transfer"))
@@ -516,21 +202,10 @@ def _conclude(state: _Run, log, rule: StopRule, cores: int, worker_cores: int, r
             worker_cores=worker_cores, host_cores=cores, remote=remote,
         )
     visit_workers = remote_workers if remote else (max(c.workers for c in results) if results else None)
-    service_info = None
-    if state.service_target is not None:
-        service_info = ServiceInfo(kind="remote" if remote else "local", target=state.service_target,
-                                   processing_mode=processing_mode, servers=state.servers, shutdown=state.shutdown)
-    if state.shutdown is not None and not state.shutdown.clean:
-        state.notes.append(
-            "the tf.data service processes did not all end cleanly: "
-            + ", ".join(f"{k}: {v}" for k, v in state.shutdown.ended.items() if v != "clean")
-            + (f"; still alive: {list(state.shutdown.leftover_pids)}" if state.shutdown.leftover_pids else "")
-            + (f"; ports still listening: {list(state.shutdown.leftover_ports)}" if state.shutdown.leftover_ports else "")
-            + (f"; their logs are in {state.shutdown.log_dir}" if state.shutdown.log_dir else "")
-        )
+    service_info = _service_info(state, remote, processing_mode)
     return ScaleResult(
-        status=("interrupted" if state.interrupted else "stalled" if state.stall
-                else "failed" if state.failure else "complete"),
+        status=(INTERRUPTED if state.interrupted else STALLED if state.stall
+                else FAILED if state.failure else COMPLETE),
         error=state.failure,
         target=state.target,
         step=state.step.described() if state.step else None,
@@ -566,7 +241,40 @@ def _conclude(state: _Run, log, rule: StopRule, cores: int, worker_cores: int, r
     )
 
 
-def _per_device_appetite(state: _Run, synthetic: RateEstimate | None) -> tuple[RateEstimate | None, str]:
+def _count_result(record: dict[str, Any], log, worker_cores: int, cores: int) -> CountResult:
+    """One worker count's measured modes, summarized."""
+    n = record["workers"]
+    input_run, fed_run = record.get("input_only"), record.get("fed")
+    return CountResult(
+        workers=n,
+        placement=REMOTE if n is None else placement(n, worker_cores, cores),
+        input_only=None if input_run is None else summarize(input_run, log),
+        fed=None if fed_run is None else summarize(fed_run, log),
+        input_only_run=input_run,
+        fed_run=fed_run,
+        worker_cpu_pct=record.get("worker_cpu_pct"),
+        worker_cpu_reason=record.get("worker_cpu_reason"),
+    )
+
+
+def _service_info(state: ScaleRun, remote: bool, processing_mode: str) -> ServiceInfo | None:
+    """The service that was measured, and a note when its processes did not all end cleanly."""
+    service_info = None
+    if state.service_target is not None:
+        service_info = ServiceInfo(kind="remote" if remote else "local", target=state.service_target,
+                                   processing_mode=processing_mode, servers=state.servers, shutdown=state.shutdown)
+    if state.shutdown is not None and not state.shutdown.clean:
+        state.notes.append(
+            "the tf.data service processes did not all end cleanly: "
+            + ", ".join(f"{k}: {v}" for k, v in state.shutdown.ended.items() if v != "clean")
+            + (f"; still alive: {list(state.shutdown.leftover_pids)}" if state.shutdown.leftover_pids else "")
+            + (f"; ports still listening: {list(state.shutdown.leftover_ports)}" if state.shutdown.leftover_ports else "")
+            + (f"; their logs are in {state.shutdown.log_dir}" if state.shutdown.log_dir else "")
+        )
+    return service_info
+
+
+def _per_device_appetite(state: ScaleRun, synthetic: RateEstimate | None) -> tuple[RateEstimate | None, str]:
     """One accelerator's rate, from the step with free input (synthetic mode). A step that ran on N
     devices (steps.placement) took N devices' worth of global batches, each device 1/N of each batch:
     one device's appetite is that rate / N, in the same global batches, and the plan's demand for A
@@ -589,7 +297,7 @@ def _per_device_appetite(state: _Run, synthetic: RateEstimate | None) -> tuple[R
                                        "device's appetite")
 
 
-def _step_on_gpu(state: _Run) -> bool:
+def _step_on_gpu(state: ScaleRun) -> bool:
     """Did the step run on a GPU? A TensorFlow step when TensorFlow sees one; a JAX or PyTorch
     step (seen in its results) when NVML sees one (they take the GPU by default; on the H200 a
     JAX step fed by the CPU build of TensorFlow did)."""

@@ -8,11 +8,11 @@ plan. docs/scale.md documents the format; `"kind": "scale"` tells it from a diag
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipediag.diagnosis import SCHEMA_VERSION, file_header
+from pipediag.records.header import SCHEMA_VERSION, created_now, run_header, run_header_fields
+from pipediag.records.kinds import Status
 from pipediag.analysis.capacity import CapacityPlan, Overhead
 from pipediag.analysis.modes import ModeSummary, summary_from_dict
 from pipediag.builder.element import ElementInfo
@@ -104,7 +104,7 @@ class ServiceInfo:
 
 @dataclass(frozen=True)
 class ScaleResult:
-    status: str  # complete | interrupted | stalled | failed (a server died or the user's code raised mid-run)
+    status: Status  # "failed": a server died or the user's code raised mid-run
     target: str
     step: StepInfo | None
     environment: Environment
@@ -122,18 +122,14 @@ class ScaleResult:
     settings: dict[str, Any]
     notes: tuple[str, ...] = ()
     elapsed_s: float = 0.0
-    created_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=created_now)
     # status "failed": the error, for the command line to show after the partial report. Not in
     # the JSON (notes[0] says what failed); None after a round trip.
     error: Exception | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            **file_header(KIND, self),
-            "target": self.target,
-            "step": None if self.step is None else self.step.to_dict(),
-            "environment": self.environment.to_dict(),
-            "settings": dict(self.settings),
+            **run_header(KIND, self),
             "dataset": {
                 "element": None if self.element is None else self.element.to_dict(),
                 "cardinality": self.cardinality,
@@ -167,10 +163,7 @@ class ScaleResult:
                 runs[name] = run
         dataset = d.get("dataset") or {}
         return cls(
-            status=d["status"],
-            target=d["target"],
-            step=None if d.get("step") is None else StepInfo.from_dict(d["step"]),
-            environment=Environment.from_dict(d["environment"]),
+            **run_header_fields(d, StepInfo, Environment),
             element=None if dataset.get("element") is None else ElementInfo.from_dict(dataset["element"]),
             cardinality=dataset.get("cardinality"),
             stages=tuple(Stage.from_dict(s) for s in dataset.get("stages", [])),
@@ -182,10 +175,7 @@ class ScaleResult:
             plan=None if d.get("plan") is None else CapacityPlan.from_dict(d["plan"]),
             visitation=tuple(d.get("visitation", [])),
             samples=SampleLog.from_dict(d["samples"]),
-            settings=dict(d.get("settings", {})),
             notes=tuple(d.get("notes", [])),
-            elapsed_s=d.get("elapsed_s", 0.0),
-            created_at=d.get("created_at", ""),
         )
 
 

@@ -9,31 +9,31 @@ batch) unless `keep_going`. Library code: returns a `Sweep`, prints nothing.
 
 from __future__ import annotations
 
-import datetime as _dt
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import Knee, OomEdge, Rate, find_knee, oom_edge
 from pipediag.backends.memory_limit import MemoryLimit
-from pipediag.diagnosis import SCHEMA_VERSION, file_header
+from pipediag.records.header import SCHEMA_VERSION, created_now, run_header, run_header_fields
+from pipediag.records.kinds import (
+    COMPLETE, INTERRUPTED, OK, OUT_OF_MEMORY, SKIPPED, STALLED, Bottleneck, PointStatus, Status,
+)
+from pipediag.records.options import RunOptions, run_options
 from pipediag.environment import Environment
 from pipediag.errors import UsageError
 from pipediag.modes.runner import ErrorInfo, StopRule
-from pipediag.samples.sampler import DEFAULT_HZ
 from pipediag.steps.step import StepInfo
 
 KIND = "sweep"
-OK, OUT_OF_MEMORY, SKIPPED, INTERRUPTED, STALLED = "ok", "out_of_memory", "skipped", "interrupted", "stalled"
 SWEEP_MODES = ("synthetic", "pipeline")
 
 
 @dataclass(frozen=True)
 class SweepPoint:
     batch_size: int
-    status: str  # ok | out_of_memory | skipped | interrupted | stalled
+    status: PointStatus
     examples_per_sec: float | None  # the step with free input (synthetic mode)
     examples_per_sec_ci: tuple[float, float] | None
     pipeline_examples_per_sec: float | None  # fed by the pipeline
@@ -44,7 +44,7 @@ class SweepPoint:
     gpm_sm_active_pct: float | None  # synthetic, GPM
     peak_memory: PeakMemory | None  # synthetic
     peak_memory_reason: str | None
-    bottleneck: str | None  # the verdict at this batch size
+    bottleneck: Bottleneck | None  # the verdict at this batch size
     error: ErrorInfo | None = None
     note: str | None = None
 
@@ -82,7 +82,7 @@ class SweepPoint:
 
 @dataclass(frozen=True)
 class Sweep:
-    status: str  # complete | interrupted | stalled
+    status: Status  # complete | interrupted | stalled
     target: str
     step: StepInfo | None
     environment: Environment
@@ -93,15 +93,11 @@ class Sweep:
     settings: dict[str, Any]
     notes: tuple[str, ...] = ()
     elapsed_s: float = 0.0
-    created_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=created_now)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            **file_header(KIND, self),
-            "target": self.target,
-            "step": None if self.step is None else self.step.to_dict(),
-            "environment": self.environment.to_dict(),
-            "settings": dict(self.settings),
+            **run_header(KIND, self),
             "memory_limit": None if self.memory_limit is None else self.memory_limit.to_dict(),
             "points": [p.to_dict() for p in self.points],
             "knee": self.knee.to_dict(),
@@ -118,18 +114,12 @@ class Sweep:
                 "re-run the sweep with this version of pipediag",
             )
         return cls(
-            status=d["status"],
-            target=d["target"],
-            step=None if d.get("step") is None else StepInfo.from_dict(d["step"]),
-            environment=Environment.from_dict(d["environment"]),
+            **run_header_fields(d, StepInfo, Environment),
             points=tuple(SweepPoint.from_dict(p) for p in d["points"]),
             knee=Knee.from_dict(d["knee"]),
             oom_edge=OomEdge.from_dict(d["oom_edge"]),
             memory_limit=None if d.get("memory_limit") is None else MemoryLimit.from_dict(d["memory_limit"]),
-            settings=dict(d.get("settings", {})),
             notes=tuple(d.get("notes", [])),
-            elapsed_s=d.get("elapsed_s", 0.0),
-            created_at=d.get("created_at", ""),
         )
 
 
@@ -159,11 +149,11 @@ def _point(batch_size: int, diagnosis) -> SweepPoint:
     synthetic = diagnosis.modes.get("synthetic")
     pipeline = diagnosis.modes.get("pipeline")
     status = OK
-    if diagnosis.status == "stalled":
+    if diagnosis.status == STALLED:
         status = STALLED
-    elif diagnosis.status != "complete":
+    elif diagnosis.status != COMPLETE:
         status = INTERRUPTED
-    elif any(m.stop_reason == "out_of_memory" for m in diagnosis.modes.values()):
+    elif any(m.stop_reason == OUT_OF_MEMORY for m in diagnosis.modes.values()):
         status = OUT_OF_MEMORY
     error = next((m.error for m in diagnosis.modes.values() if m.error is not None), None)
     gpm = synthetic.gpu.gpm if synthetic is not None and synthetic.gpu is not None else None
@@ -193,52 +183,79 @@ def sweep(
     builder: Callable[..., Any],
     batch_sizes: Sequence[int],
     *,
-    model: Any | None = None,
-    step: Callable[[Any], Any] | None = None,
-    builder_kwargs: dict[str, Any] | None = None,
-    batched: bool = False,
-    batch_format: str = "tf",
+    options: RunOptions | None = None,
     stop_rule: StopRule | None = None,
-    sample_hz: float = DEFAULT_HZ,
     memory_limit: MemoryLimit | None = None,
     keep_going: bool = False,
-    nvml_lib: Any | None = None,
-    label: str | None = None,
-    step_label: str | None = None,
-    progress: Any | None = None,
-    clock_ns: Callable[[], int] = time.monotonic_ns,
-    stall_timeout_s: float | None = None,
+    **run_options_given: Any,
 ) -> Sweep:
     """Run `builder(batch_size=B)` feeding the step for each B in `batch_sizes`.
 
-    `memory_limit` is only recorded here: it must be applied (backends.memory_limit) before the
-    user's code starts a framework, which is the caller's job (the CLI does it first thing).
-    `stall_timeout_s`: as in `diagnose`; a batch size whose run stalls ends the sweep there
-    (status "stalled"), the sizes before it kept.
+    options: the RunOptions every entry point shares, or the same as keyword arguments (as for
+    `diagnose`; not batch_size: the sweep sets it). `memory_limit` is only recorded here: it must
+    be applied (backends.memory_limit) before the user's code starts a framework, which is the
+    caller's job (the CLI does it first thing). `stall_timeout_s`: as in `diagnose`; a batch size
+    whose run stalls ends the sweep there (status "stalled"), the sizes before it kept.
     """
-    from pipediag import api
+    from pipediag.api_options import stop_rule_for
 
-    started = clock_ns()
+    opts = run_options(options, "sweep", unsupported=("batch_size",), **run_options_given)
+    started = opts.clock_ns()
     sizes = tuple(sorted(batch_sizes))
-    label = label or getattr(builder, "__name__", type(builder).__name__)
-    rule = stop_rule or StopRule()
-    points: list[SweepPoint] = []
-    notes: list[str] = []
-    environment = step_info = None
-    status = "complete"
-    oom_at: int | None = None
+    opts = replace(opts, label=opts.label_for(builder))
+    rule = stop_rule_for(opts, stop_rule)
+    run = _SizeByRun(builder, opts, rule, keep_going)
     for i, b in enumerate(sizes):
-        if oom_at is not None and not keep_going:
-            points.append(_skipped(b, f"skipped: {oom_at} already ran out of memory, and memory grows with the batch"))
-            continue
-        if progress is not None:
-            progress.phase(f"batch size {b} ({i + 1} of {len(sizes)})")
-        d = api.diagnose(
-            builder, model=model, step=step, builder_kwargs=builder_kwargs, batch_size=b, batched=batched,
-            batch_format=batch_format,
-            modes=SWEEP_MODES, stop_rule=rule, sample_hz=sample_hz, nvml_lib=nvml_lib, label=label,
-            step_label=step_label, progress=progress, clock_ns=clock_ns, stall_timeout_s=stall_timeout_s,
-        )
+        if not run.size(b, i, sizes):
+            break
+    ran = [p for p in run.points if p.status == OK and p.examples_per_sec]
+    knee = find_knee([Rate(p.batch_size, p.examples_per_sec, p.examples_per_sec_ci) for p in ran])
+    peaks = {p.batch_size: p.peak_memory.bytes for p in ran if p.peak_memory is not None}
+    edge = oom_edge([p.batch_size for p in ran], [p.batch_size for p in run.points if p.status == OUT_OF_MEMORY],
+                    peaks, memory_limit.text if memory_limit else "")
+    if memory_limit is not None and memory_limit.not_applied:
+        run.notes.extend(f"the memory limit did not apply to {n}" for n in memory_limit.not_applied)
+    return Sweep(
+        status=run.status,
+        target=opts.label,
+        step=run.step_info,
+        environment=run.environment,
+        points=tuple(run.points),
+        knee=knee,
+        oom_edge=edge,
+        memory_limit=memory_limit,
+        settings={
+            "batch_sizes": list(sizes), "batch_format": opts.batch_format, "max_seconds_per_mode": rule.max_seconds,
+            "modes": list(SWEEP_MODES), "keep_going": keep_going,
+        },
+        notes=tuple(run.notes),
+        elapsed_s=(opts.clock_ns() - started) / 1e9,
+    )
+
+
+class _SizeByRun:
+    """The sweep's diagnoses, one batch size at a time, and where they stopped it."""
+
+    def __init__(self, builder, options: RunOptions, rule: StopRule, keep_going: bool):
+        self.builder, self.options, self.rule, self.keep_going = builder, options, rule, keep_going
+        self.points: list[SweepPoint] = []
+        self.notes: list[str] = []
+        self.environment = self.step_info = None
+        self.status: Status = COMPLETE
+        self.oom_at: int | None = None
+
+    def size(self, b: int, i: int, sizes: tuple[int, ...]) -> bool:
+        """Diagnose batch size `b` (the i-th of `sizes`); False when the sweep stops there."""
+        from pipediag import api
+
+        if self.oom_at is not None and not self.keep_going:
+            self.points.append(_skipped(b, f"skipped: {self.oom_at} already ran out of memory, and memory grows "
+                                           "with the batch"))
+            return True
+        if self.options.progress is not None:
+            self.options.progress.phase(f"batch size {b} ({i + 1} of {len(sizes)})")
+        d = api.diagnose(self.builder, options=replace(self.options, batch_size=b), modes=SWEEP_MODES,
+                         stop_rule=self.rule)
         if d.error is not None:  # the user's code raised: as before the partial diagnosis, the sweep ends with it
             raise d.error
         if d.element is not None and d.element.batch_size not in (None, b):
@@ -246,42 +263,20 @@ def sweep(
                 f"asked for batch size {b}, the dataset's batches hold {d.element.batch_size} examples",
                 "a sweep needs a builder that takes batch_size (or returns an unbatched dataset)",
             )
-        environment = environment or d.environment
-        step_info = d.step or step_info
+        self.environment = self.environment or d.environment
+        self.step_info = d.step or self.step_info
         point = _point(b, d)
-        points.append(point)
-        if point.status == OUT_OF_MEMORY and oom_at is None:
-            oom_at = b
+        self.points.append(point)
+        if point.status == OUT_OF_MEMORY and self.oom_at is None:
+            self.oom_at = b
         if point.status == INTERRUPTED:
-            status = "interrupted"
-            notes.append(f"interrupted at batch size {b}: the sweep stops there")
-            points.extend(_skipped(later, "not run: the sweep was interrupted") for later in sizes[i + 1:])
-            break
+            self.status = INTERRUPTED
+            self.notes.append(f"interrupted at batch size {b}: the sweep stops there")
+            self.points.extend(_skipped(later, "not run: the sweep was interrupted") for later in sizes[i + 1:])
+            return False
         if point.status == STALLED:
-            status = "stalled"
-            notes.append(f"batch size {b}: {d.stall.text}; the sweep stops there")
-            points.extend(_skipped(later, "not run: the sweep stalled") for later in sizes[i + 1:])
-            break
-    ran = [p for p in points if p.status == OK and p.examples_per_sec]
-    knee = find_knee([Rate(p.batch_size, p.examples_per_sec, p.examples_per_sec_ci) for p in ran])
-    peaks = {p.batch_size: p.peak_memory.bytes for p in ran if p.peak_memory is not None}
-    edge = oom_edge([p.batch_size for p in ran], [p.batch_size for p in points if p.status == OUT_OF_MEMORY], peaks,
-                    memory_limit.text if memory_limit else "")
-    if memory_limit is not None and memory_limit.not_applied:
-        notes.extend(f"the memory limit did not apply to {n}" for n in memory_limit.not_applied)
-    return Sweep(
-        status=status,
-        target=label,
-        step=step_info,
-        environment=environment,
-        points=tuple(points),
-        knee=knee,
-        oom_edge=edge,
-        memory_limit=memory_limit,
-        settings={
-            "batch_sizes": list(sizes), "batch_format": batch_format, "max_seconds_per_mode": rule.max_seconds,
-            "modes": list(SWEEP_MODES), "keep_going": keep_going,
-        },
-        notes=tuple(notes),
-        elapsed_s=(clock_ns() - started) / 1e9,
-    )
+            self.status = STALLED
+            self.notes.append(f"batch size {b}: {d.stall.text}; the sweep stops there")
+            self.points.extend(_skipped(later, "not run: the sweep stalled") for later in sizes[i + 1:])
+            return False
+        return True

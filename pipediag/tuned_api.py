@@ -14,7 +14,6 @@ Library code: it returns objects and prints nothing. TensorFlow is imported only
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +22,8 @@ from pipediag.diagnosis import Diagnosis, read_json
 from pipediag.errors import PipediagError, UsageError
 from pipediag.modes.changes import Change
 from pipediag.patch.selection import require_same_graph, select_gains
+from pipediag.records.options import NAMES as RUN_OPTION_NAMES
+from pipediag.records.options import RunOptions, run_options
 
 DEFAULT_FILL_BUDGET_S = 10.0  # the diagnosis' own time cap per mode, when its settings lack one
 
@@ -50,30 +51,31 @@ def tuned_pipeline(
     builder: Callable[..., Any] | Any,
     diagnosis: Diagnosis | str | None = None,
     *,
-    builder_kwargs: dict[str, Any] | None = None,
-    batch_size: int | None = None,
-    batched: bool = False,
+    options: RunOptions | None = None,
     ram_budget_bytes: int | None = None,
     gains_only: bool = True,
-    clock_ns: Callable[[], int] = time.monotonic_ns,
-    **diagnose_kwargs: Any,
+    **kwargs: Any,
 ) -> TunedResult:
     """builder: the function that builds the pipeline (or the Dataset itself), called as in the
-    diagnosis (`builder_kwargs`, and `batch_size`, by default the diagnosis' own).
+    diagnosis (the options' `builder_kwargs`, `batched` and `batch_size`, by default the diagnosis' own).
+    options: the RunOptions every entry point shares, or the same as keyword arguments.
     diagnosis: a Diagnosis, the path of a saved one (`diagnose --save FILE`), or None to run one
-    now (`diagnose_kwargs`, e.g. `model=`, go to `pipediag.diagnose`).
+    now (the options, e.g. `model=`, and diagnose's own keyword arguments go to `pipediag.diagnose`).
     gains_only=False: every change the tuned mode applied, measured gain or not (its pipeline exactly).
     Raises UsageError when the pipeline is not the one the diagnosis saw, or when nothing was
     measured; PipediagError when the tuned pipeline's first batch differs from the original's."""
+    opts = run_options(options, "tuned_pipeline", **{k: v for k, v in kwargs.items() if k in RUN_OPTION_NAMES})
+    diagnose_kwargs = {k: v for k, v in kwargs.items() if k not in RUN_OPTION_NAMES}
+    builder_kwargs, batch_size, batched, clock_ns = opts.builder_kwargs, opts.batch_size, opts.batched, opts.clock_ns
+    fresh_only = [k for k in kwargs if k not in ("builder_kwargs", "batch_size", "batched", "clock_ns")]
     if isinstance(diagnosis, str):
         diagnosis = read_json(diagnosis)
     elif diagnosis is None:
         from pipediag.api import diagnose
 
-        diagnosis = diagnose(builder, builder_kwargs=builder_kwargs, batch_size=batch_size, batched=batched,
-                             ram_budget_bytes=ram_budget_bytes, clock_ns=clock_ns, **diagnose_kwargs)
-    elif diagnose_kwargs:
-        raise UsageError(f"{', '.join(diagnose_kwargs)}: only for a fresh diagnosis (diagnosis=None)",
+        diagnosis = diagnose(builder, options=opts, ram_budget_bytes=ram_budget_bytes, **diagnose_kwargs)
+    elif fresh_only:
+        raise UsageError(f"{', '.join(fresh_only)}: only for a fresh diagnosis (diagnosis=None)",
                          "leave them out when you pass a saved diagnosis")
     selection = select_gains(diagnosis, gains_only)
     if batch_size is None:
@@ -85,7 +87,7 @@ def tuned_pipeline(
     from pipediag.modes import tuning
     from pipediag.modes.checks import check_outputs, is_deterministic
 
-    prepared = prepare_dataset(builder, builder_kwargs or {}, batch_size, batched, 0, clock_ns=clock_ns)
+    prepared = prepare_dataset(builder, dict(builder_kwargs or {}), batch_size, batched, 0, clock_ns=clock_ns)
     if prepared.graph is None:
         raise UsageError("the pipeline's graph cannot be read now, so the saved changes cannot be applied to it",
                          "; ".join(prepared.notes) or "see 'pipediag diagnose' for why")

@@ -13,6 +13,7 @@ from rich.console import Console
 from pipediag import cli
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import oom_edge
+from pipediag.baseline_run import _point
 from pipediag.baseline import (
     INTERRUPTED,
     OK,
@@ -20,7 +21,6 @@ from pipediag.baseline import (
     SKIPPED,
     BaselinePoint,
     BaselineProfile,
-    _point,
     compare_profiles,
     measure_sizes,
 )

@@ -136,7 +136,8 @@ def test_a_jax_or_torch_step_counts_as_on_the_gpu_when_nvml_sees_one(framework, 
     # CPU build saw no GPU), and the plan asked for --compute-rate.
     from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
     from pipediag.environment import collect
-    from pipediag.scale import _Run, _step_on_gpu
+    from pipediag.scale import _step_on_gpu
+    from pipediag.scale_measure import ScaleRun as _Run
     from pipediag.steps.step import Observed, Step, StepInfo
 
     env = collect(with_tensorflow=False, nvml_lib=FakeNvml([FakeGpu() for _ in range(gpus)]))
@@ -148,7 +149,8 @@ def test_the_plan_takes_one_devices_appetite_from_a_step_on_several():
     from pipediag.analysis.capacity import RateEstimate, plan_capacity
     from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
     from pipediag.environment import collect
-    from pipediag.scale import _per_device_appetite, _Run
+    from pipediag.scale import _per_device_appetite
+    from pipediag.scale_measure import ScaleRun as _Run
     from pipediag.steps.step import Observed, Step, StepInfo
 
     env = collect(with_tensorflow=False, nvml_lib=FakeNvml([FakeGpu() for _ in range(4)]))

@@ -12,13 +12,13 @@ import argparse
 from rich.console import Console
 
 from pipediag.commands.common import (
-    RichProgress,
     add_output_arguments,
     check_outputs,
     exit_code_for,
     positive_float,
     positive_int,
     print_and_write,
+    with_progress,
 )
 from pipediag.errors import UsageError
 
@@ -63,7 +63,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag.baseline import run_baseline
+    from pipediag.baseline_run import run_baseline
     from pipediag.report.baseline import render_profile
 
     check_outputs(args)
@@ -74,11 +74,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         limit = _memory_limit(args.gpu_memory_limit)
     options = dict(batch_sizes=args.batch_sizes, model=args.model, budget_s=args.budget,
                    window_s=args.seconds_per_size, find_oom_edge=args.find_oom_edge, memory_limit=limit)
-    if args.quiet:
-        profile = run_baseline(**options)
-    else:
-        with RichProgress(err) as progress:
-            profile = run_baseline(progress=progress, **options)
+    profile = with_progress(args, err, lambda p: run_baseline(progress=p, **options))
     print_and_write(profile, render_profile(profile), args, out, err)
     return exit_code_for(profile.status)
 

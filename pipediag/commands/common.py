@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from pipediag.errors import OutputError, UsageError
+from pipediag.records.kinds import FAILED, INTERRUPTED, STALLED
+from pipediag.records.options import RunOptions
 
 EXIT_OK, EXIT_USER_CODE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_SLOWER = 3  # compare --fail-if-slower: B is slower than A by more than the limit, with confidence
@@ -19,7 +21,34 @@ EXIT_TERMINATED = 143  # SIGTERM (128 + 15), e.g. from `timeout` or a job schedu
 
 def exit_code_for(status: str) -> int:
     """A finished command's exit code from its result's status (interrupted: see cli.main for SIGTERM)."""
-    return {"interrupted": EXIT_INTERRUPTED, "stalled": EXIT_STALLED, "failed": EXIT_USER_CODE}.get(status, EXIT_OK)
+    return {INTERRUPTED: EXIT_INTERRUPTED, STALLED: EXIT_STALLED, FAILED: EXIT_USER_CODE}.get(status, EXIT_OK)
+
+
+def options_from_args(args: argparse.Namespace, **more) -> RunOptions:
+    """The RunOptions a command line gives: the step (--model/--step, loaded here), the builder's
+    --arg, batching, the sampling rate and the stall timeout; `more`: what the command adds
+    (label, max_seconds, gpus)."""
+    from pipediag.builder import target as targets
+
+    model = step = None
+    if args.model:
+        model = targets.call_user(targets.load_callable(args.model), {}, "model builder")
+    if args.step:
+        step = targets.call_user(targets.load_callable(args.step), {}, "step builder")
+    return RunOptions(
+        model=model, step=step, builder_kwargs=targets.parse_kwargs(args.arg),
+        batch_size=getattr(args, "batch_size", None), batched=args.batched, batch_format=args.batch_format,
+        sample_hz=args.sample_hz, step_label=args.model or args.step, stall_timeout_s=args.stall_timeout, **more,
+    )
+
+
+def with_progress(args: argparse.Namespace, err: Console, call, display=None):
+    """`call(progress)` under a progress display on stderr (`display`, by default RichProgress);
+    `call(None)` with --quiet."""
+    if args.quiet:
+        return call(None)
+    with (display or RichProgress)(err) as progress:
+        return call(progress)
 
 
 def positive_float(text: str) -> float:

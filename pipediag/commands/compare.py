@@ -13,6 +13,7 @@ still printed and written after 4 and 130).
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -21,13 +22,16 @@ from pipediag.commands.common import (
     EXIT_OK,
     EXIT_SLOWER,
     add_output_arguments,
-    exit_code_for,
     check_outputs,
+    exit_code_for,
+    options_from_args,
     positive_float,
     print_and_write,
+    with_progress,
 )
-from pipediag.commands.diagnose import add_target_arguments, load_step_options
+from pipediag.commands.diagnose import add_target_arguments
 from pipediag.errors import UsageError
+from pipediag.records.kinds import COMPLETE
 
 
 def percent(text: str) -> float:
@@ -155,26 +159,24 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             "pipediag compare data.py:v1 data.py:v1",
         )
     check_outputs(args)
-    options = load_step_options(args)
-    common = options.pop("builder_kwargs")
+    options = options_from_args(args)  # --max-seconds: the plan's
+    common = dict(options.builder_kwargs)
+    options = replace(options, builder_kwargs=None)
     a_kwargs = {**common, **_kwargs(args.arg_a, "--arg-a")}
     b_kwargs = {**common, **_kwargs(args.arg_b, "--arg-b")}
     a = targets.load_callable(a_spec) if a_spec else None
     b = targets.load_callable(b_spec)
     plan = ComparePlan(looks=LookPlan(max_rounds=args.max_rounds), max_seconds=args.max_seconds,
                        segment_seconds=args.turn_seconds)
-    options.update(
+    asked = dict(
         baseline=args.baseline, a_kwargs=a_kwargs, b_kwargs=b_kwargs, plan=plan, equivalence=args.equivalence,
         fail_if_slower=args.fail_if_slower,
         label_a=_label(a_spec, args.arg + args.arg_a) if a_spec else None,
         label_b=_label(b_spec, args.arg + args.arg_b),
     )
-    if args.quiet:
-        comparison = compare(a, b, **options)
-    else:
-        with RoundsProgress(err) as progress:
-            comparison = compare(a, b, progress=progress, **options)
+    comparison = with_progress(args, err, lambda p: compare(a, b, options=replace(options, progress=p), **asked),
+                               RoundsProgress)
     print_and_write(comparison, render_comparison(comparison), args, out, err)
-    if comparison.status != "complete":
+    if comparison.status != COMPLETE:
         return exit_code_for(comparison.status)
     return EXIT_SLOWER if comparison.regression else EXIT_OK

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
 
 from pipediag.commands.common import (
-    RichProgress,
     add_output_arguments,
     check_outputs,
     exit_code_for,
+    options_from_args,
     positive_float,
     positive_int,
     print_and_write,
+    with_progress,
 )
 from pipediag.errors import UsageError
+from pipediag.records.options import RunOptions
 
 
 def add_target_arguments(p: argparse.ArgumentParser, *, batch_size: bool = True,
@@ -107,46 +110,25 @@ def register(sub) -> None:
     add_output_arguments(d, save_alias=True)
 
 
-def load_step_options(args: argparse.Namespace) -> dict:
-    """Resolve --model/--step/--arg into the keyword arguments `diagnose()` takes."""
-    from pipediag.builder import target as targets
-
-    model = step = None
-    if args.model:
-        model = targets.call_user(targets.load_callable(args.model), {}, "model builder")
-    if args.step:
-        step = targets.call_user(targets.load_callable(args.step), {}, "step builder")
-    return dict(
-        model=model, step=step, builder_kwargs=targets.parse_kwargs(args.arg),
-        batch_size=getattr(args, "batch_size", None), batched=args.batched, batch_format=args.batch_format,
-        sample_hz=args.sample_hz, step_label=args.model or args.step, stall_timeout_s=args.stall_timeout,
-    )
+def checked_target(args: argparse.Namespace, command: str) -> tuple[Any, RunOptions]:
+    """The checks diagnose and scale make of their command line before anything runs, then the
+    dataset builder and the RunOptions."""
+    check_dataset_arguments(args, command)
+    check_outputs(args)
+    check_gpus_argument(args)
+    builder, label = load_dataset(args)
+    return builder, options_from_args(args, max_seconds=args.max_seconds, label=label, gpus=args.gpus)
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag import api
-    from pipediag.commands.scale import scale_command
-    from pipediag.modes.runner import StopRule
+    from pipediag.commands.scale import quote_scale_command, scale_command
     from pipediag.report.terminal import render_diagnosis
 
-    check_dataset_arguments(args, "diagnose")
-    check_outputs(args)
-    check_gpus_argument(args)
-    builder, label = load_dataset(args)
-    options = load_step_options(args)
-    options.update(
-        stop_rule=StopRule(max_seconds=args.max_seconds),
-        ram_budget_bytes=args.ram_budget_mb * 2**20 if args.ram_budget_mb else None,
-        thorough=args.thorough,
-        label=label,
-        scale_command=scale_command(args),
-        gpus=args.gpus,
-    )
-    if args.quiet:
-        diagnosis = api.diagnose(builder, **options)
-    else:
-        with RichProgress(err) as progress:
-            diagnosis = api.diagnose(builder, progress=progress, **options)
+    builder, options = checked_target(args, "diagnose")
+    asked = dict(ram_budget_bytes=args.ram_budget_mb * 2**20 if args.ram_budget_mb else None, thorough=args.thorough)
+    diagnosis = with_progress(args, err, lambda p: api.diagnose(builder, options=replace(options, progress=p), **asked))
+    diagnosis = quote_scale_command(diagnosis, scale_command(args))
     # Files first: on an interrupted run they are what the user keeps.
     print_and_write(diagnosis, render_diagnosis(diagnosis), args, out, err, name_files=not args.quiet)
     if diagnosis.error is not None:  # the user's code raised mid-run: its traceback after the partial report

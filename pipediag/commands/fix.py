@@ -14,11 +14,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+from dataclasses import replace
 
 from rich.console import Console
 
-from pipediag.commands.common import EXIT_OK
-from pipediag.commands.diagnose import add_target_arguments, load_step_options
+from pipediag.commands.common import EXIT_OK, options_from_args
+from pipediag.commands.diagnose import add_target_arguments
 from pipediag.errors import PipediagError, UsageError
 
 
@@ -101,10 +102,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     path, function = source_of(args.target or diagnosis.target)
     with open(path, encoding="utf-8") as f:
         source = f.read()
-    options = load_step_options(args)
-    builder_kwargs = options.pop("builder_kwargs")
-    batch_size = options.pop("batch_size") or diagnosis.settings.get("batch_size")
-    batched = options.pop("batched")
+    options = options_from_args(args)
+    builder_kwargs = dict(options.builder_kwargs)
+    batch_size = options.batch_size or diagnosis.settings.get("batch_size")
+    batched = options.batched
     original = targets.load_callable(f"{path}:{function}")
     now = prepare_dataset(original, builder_kwargs, batch_size, batched, 0)
     require_same_graph(diagnosis, now.stages)
@@ -143,9 +144,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         return EXIT_OK
     if not args.quiet:
         err.print(f"[dim]… comparing the patched builder with the original (up to {args.max_seconds:g} s)[/dim]")
-    compare_kwargs = dict(options, plan=ComparePlan(looks=LookPlan(), max_seconds=args.max_seconds),
+    # A and B are built by prove() (the original and the patched builder): the step options are compare's
+    compare_kwargs = dict(options=replace(options, builder_kwargs=None, batch_size=None, batched=False),
+                          plan=ComparePlan(looks=LookPlan(), max_seconds=args.max_seconds),
                           label_a=f"{path}:{function}", label_b=f"{path}:{function} (patched)")
-    compare_kwargs.pop("batch_size", None)
     measured = prove(patch, original, builder_kwargs=builder_kwargs, batch_size=batch_size, batched=batched,
                      compare_kwargs=compare_kwargs)
     iv = measured.comparison.interval

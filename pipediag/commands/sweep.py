@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from rich.console import Console
 
 from pipediag.commands.common import (
-    RichProgress,
     add_output_arguments,
-    exit_code_for,
     check_outputs,
+    exit_code_for,
     positive_int,
     print_and_write,
+    with_progress,
 )
 from pipediag.commands.diagnose import add_target_arguments
 from pipediag.errors import UsageError
@@ -54,8 +55,7 @@ def _memory_limit(megabytes: int, nvml_lib=None):
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.builder import target as targets
-    from pipediag.commands.diagnose import load_step_options
-    from pipediag.modes.runner import StopRule
+    from pipediag.commands.common import options_from_args
     from pipediag.report.sweep import render_sweep
     from pipediag.sweep import parse_batch_sizes, sweep
 
@@ -63,18 +63,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     check_outputs(args)
     limit = _memory_limit(args.gpu_memory_limit) if args.gpu_memory_limit else None
     builder = targets.load_callable(args.target)
-    options = load_step_options(args)
+    options = replace(options_from_args(args, max_seconds=args.max_seconds, label=args.target), batch_size=None)
     if limit is not None:
         from pipediag.backends.memory_limit import after_user_code
 
         after_user_code(limit)
-    options.pop("batch_size", None)
-    options.update(stop_rule=StopRule(max_seconds=args.max_seconds), memory_limit=limit, keep_going=args.keep_going,
-                   label=args.target)
-    if args.quiet:
-        result = sweep(builder, sizes, **options)
-    else:
-        with RichProgress(err) as progress:
-            result = sweep(builder, sizes, progress=progress, **options)
+    asked = dict(memory_limit=limit, keep_going=args.keep_going)
+    result = with_progress(args, err, lambda p: sweep(builder, sizes, options=replace(options, progress=p), **asked))
     print_and_write(result, render_sweep(result), args, out, err)
     return exit_code_for(result.status)

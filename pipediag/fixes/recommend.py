@@ -36,6 +36,8 @@ from pipediag.fixes.cpu import busy_text, cores_needed
 from pipediag.fixes.measured import Measured, alone_basis, interval_text, measure_changes, under_contention
 from pipediag.modes.changes import Change
 from pipediag.samples.container import ContainerLimits
+from pipediag.records.kinds import FixKind
+from pipediag.samples.container import ContainerLimits, cores_text
 from pipediag.verdict.container import throttled
 from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
 from pipediag.verdict.rules import (
@@ -48,7 +50,7 @@ __all__ = ["MIN_GAIN", "Fix", "Recommendation", "recommend"]
 
 @dataclass(frozen=True)
 class Fix:
-    kind: str
+    kind: FixKind
     stage: str | None
     title: str
     code: str

@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pipediag.records.kinds import ChangeKind
+
 
 @dataclass(frozen=True)
 class Change:
-    kind: str  # the fix kind it corresponds to: parallel_map, interleave, cache, prefetch, threading
+    kind: ChangeKind  # the fix kind it corresponds to
     stage: str | None  # the user's stage it touches, as they wrote it: "map(decode_example)"
     node: str | None  # the graph node, for the TensorFlow side
     description: str  # what was (or would be) changed, concretely

@@ -24,6 +24,7 @@ from pipediag.analysis.comparison import (
 )
 from pipediag.errors import UserCodeError
 from pipediag.modes.runner import ModeRun, StopRule, run_mode
+from pipediag.records.kinds import RoundsStop
 
 FED, INPUT_ONLY = "fed", "input_only"
 KINDS = (FED, INPUT_ONLY)
@@ -106,7 +107,7 @@ class Rounds:
 
     segments: tuple[Segment, ...]
     rounds: tuple[Round, ...]
-    stop_reason: str  # clear | round_cap | time_cap | interrupted | out_of_memory | input_exhausted
+    stop_reason: RoundsStop
     intervals: dict[str, RatioInterval | None]  # kind -> B/A
     primary: str  # the kind that decides when to stop: fed, unless only input_only was run
     looks_taken: int

@@ -22,6 +22,7 @@ from typing import Any
 from pipediag import stats
 from pipediag.modes.stepping import Clocked, OutOfMemory, Overlapped, guarded
 from pipediag.modes.watchdog import Stalled, Watchdog
+from pipediag.records.kinds import StopReason
 from pipediag.steps.device_memory import FrameworkMemory
 from pipediag.steps.oom import framework_of
 
@@ -89,7 +90,7 @@ class ModeRun:
     first_step_ns: int | None  # the very first step: tracing and compiling included
     warmup_steps: int
     warmup_ns: int
-    stop_reason: str  # stable | time_cap | max_steps | out_of_memory | interrupted | input_exhausted | stalled
+    stop_reason: StopReason
     error: ErrorInfo | None = None
     notes: tuple[str, ...] = ()
     device_memory: FrameworkMemory | None = None  # the framework's own peak over the mode, when it tells

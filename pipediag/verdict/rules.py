@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pipediag.analysis.modes import Ratio
+from pipediag.records.kinds import Bottleneck, Confidence
+from pipediag.verdict.edges import Edge, ratio_interval
 from pipediag.analysis.buffers import BufferEstimate
 from pipediag.analysis.gpu import Gpm
 from pipediag.analysis.modes import InputSideCpu, ModeSummary, rate_ratio, input_side_cpu
@@ -63,8 +65,8 @@ class CpuPattern:
 
 @dataclass(frozen=True)
 class Verdict:
-    bottleneck: str
-    confidence: str  # high | medium | low
+    bottleneck: Bottleneck
+    confidence: Confidence
     headline: str
     evidence: tuple[str, ...]
     reason: str | None = None  # for inconclusive: why no verdict

@@ -94,3 +94,26 @@ def test_interrupt_stops_every_server_and_writes_the_partial_report(fixture_spec
     assert "INTERRUPTED: partial report" in page.read_text(encoding="utf-8")  # the page is written too
     again = pipediag("report", str(out))
     assert again.returncode == 0 and "pipediag scale" in again.stdout and "INTERRUPTED" in again.stdout
+
+
+def test_quoting_the_scale_command_writes_what_the_fix_catalog_would_have_written():
+    """The library's fixes carry the catalog's example command; the CLI writes the user's own in
+    its place, the same text the catalog writes when given the command."""
+    from dataclasses import dataclass
+
+    from pipediag.commands.scale import quote_scale_command
+    from pipediag.fixes.recommend import _fix
+
+    command = "pipediag scale 'my data.py:make' --workers 1,2,4 --accelerators 1,8"
+    plain = (_fix("tf_data_service", None, "basis"), _fix("cpu_quota", None, "basis", cores_needed=6, quota_cores=2.0),
+             _fix("xla", None, "basis"))
+    @dataclass(frozen=True)
+    class Result:  # the part of a Diagnosis quote_scale_command reads
+        fixes: tuple
+
+    quoted = quote_scale_command(Result(plain), command)
+    assert quoted.fixes[0] == _fix("tf_data_service", None, "basis", command=command)
+    assert quoted.fixes[1] == _fix("cpu_quota", None, "basis", cores_needed=6, quota_cores=2.0, command=command)
+    assert quoted.fixes[2] is plain[2]
+    unchanged = Result((plain[2],))
+    assert quote_scale_command(unchanged, command) is unchanged

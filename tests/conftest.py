@@ -22,7 +22,7 @@ def fixture_spec():
 
 @pytest.fixture(scope="session")
 def quick_rule():
-    from pipediag.modes.runner import StopRule
+    from pipediag.records.run import StopRule
 
     return StopRule(max_seconds=3.0, min_seconds=0.5, min_steps=10, warmup_steps=3)
 

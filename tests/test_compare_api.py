@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("tensorflow")
 
 import pipediag  # noqa: E402
-from pipediag.modes.interleave import ComparePlan  # noqa: E402
-from pipediag.verdict.comparison import SLOWER  # noqa: E402
+from pipediag.modes.compare import ComparePlan  # noqa: E402
+from pipediag.verdict.compare import SLOWER  # noqa: E402
 from tests.fixtures import pipelines as P  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from pipediag.comparison import Comparison, is_comparison
-from pipediag.diagnosis import load_json, read_json, write_json
+from pipediag.results.compare import Comparison, is_comparison
+from pipediag.records.files import load_json, write_json
+from pipediag.results.diagnose import read_json
 from pipediag.errors import UsageError
 from tests.comparisons import comparison
 

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from pipediag.diagnosis import SCHEMA_VERSION, Diagnosis, read_json, write_json
+from pipediag.records.files import SCHEMA_VERSION, write_json
+from pipediag.results.diagnose import Diagnosis, read_json
 from pipediag.errors import UsageError
 from tests.report.test_terminal import FIX, VERDICT
 from tests.summaries import diagnosis
@@ -66,9 +67,9 @@ def test_bad_files_are_usage_errors(tmp_path):
 def test_gpu_fields_round_trip_exactly(tmp_path):
     from dataclasses import replace
 
-    from pipediag.samples.readings import CpuReading, GpuReading, Sample
-    from pipediag.steps.device_memory import FrameworkMemory
-    from pipediag.steps.step import StepInfo
+    from pipediag.records.readings import CpuReading, GpuReading, Sample
+    from pipediag.records.memory import FrameworkMemory
+    from pipediag.records.step import StepInfo
     from tests.report.test_terminal import gpu_diagnosis
 
     d = gpu_diagnosis(gpu_metrics={"gpm_sm_active_pct": "GPM (nvmlGpmMetricsGet)"},

@@ -5,8 +5,8 @@ import re
 from rich.console import Console
 
 from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
-from pipediag.environment import Environment, collect
-from pipediag.report.environment import render_environment
+from pipediag.samples.environment import Environment, collect
+from pipediag.report.terminal.env import render_environment
 
 
 def text(renderable):
@@ -43,12 +43,8 @@ import sys
 
 import pytest
 
-from pipediag.environment import (
-    ContainerLimits,
-    capability_allows,
-    driver_against_build,
-    memory_growth_text,
-    with_warnings,
+from pipediag.samples.environment import (
+    ContainerLimits, capability_allows, driver_against_build, memory_growth_text, with_warnings
 )
 from tests.summaries import environment as make_environment
 

@@ -4,10 +4,10 @@ import psutil
 import pytest
 
 from pipediag.errors import UsageError
-from pipediag.modes.runner import StopRule
-from pipediag.samples.container import ContainerLimits
-from pipediag.scale import default_workers, plan_cores, scale
-from pipediag.scaling import ScaleResult
+from pipediag.records.run import StopRule
+from pipediag.records.container import ContainerLimits
+from pipediag.api.scale import default_workers, plan_cores, scale
+from pipediag.results.scale import ScaleResult
 from pipediag.service.cluster import LocalCluster, alive, listening
 from tests.fixtures import pipelines
 
@@ -135,9 +135,10 @@ def test_a_jax_or_torch_step_counts_as_on_the_gpu_when_nvml_sees_one(framework, 
     # Seen on the H200: a JAX step on the GPU was said to run "on this host's CPU" (TensorFlow's
     # CPU build saw no GPU), and the plan asked for --compute-rate.
     from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
-    from pipediag.environment import collect
-    from pipediag.scale import _Run, _step_on_gpu
-    from pipediag.steps.step import Observed, Step, StepInfo
+    from pipediag.samples.environment import collect
+    from pipediag.api.scale import _Run, _step_on_gpu
+    from pipediag.steps.step import Observed, Step
+    from pipediag.records.step import StepInfo
 
     env = collect(with_tensorflow=False, nvml_lib=FakeNvml([FakeGpu() for _ in range(gpus)]))
     step = Step(run=lambda b: None, info=StepInfo("user", "s"), observed=lambda: Observed(framework, None))
@@ -145,11 +146,12 @@ def test_a_jax_or_torch_step_counts_as_on_the_gpu_when_nvml_sees_one(framework, 
 
 
 def test_the_plan_takes_one_devices_appetite_from_a_step_on_several():
-    from pipediag.analysis.capacity import RateEstimate, plan_capacity
+    from pipediag.analysis.scale import RateEstimate, plan_capacity
     from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
-    from pipediag.environment import collect
-    from pipediag.scale import _per_device_appetite, _Run
-    from pipediag.steps.step import Observed, Step, StepInfo
+    from pipediag.samples.environment import collect
+    from pipediag.api.scale import _per_device_appetite, _Run
+    from pipediag.steps.step import Observed, Step
+    from pipediag.records.step import StepInfo
 
     env = collect(with_tensorflow=False, nvml_lib=FakeNvml([FakeGpu() for _ in range(4)]))
     devices = ("cpu:0", "gpu:0", "gpu:1", "gpu:2", "gpu:3")  # a host scalar beside the four GPUs' results

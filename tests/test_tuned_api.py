@@ -11,9 +11,9 @@ tf = pytest.importorskip("tensorflow")
 from pipediag import tuned, tuned_pipeline  # noqa: E402
 from pipediag.analysis.ablation import Ablation, ChangeEffect  # noqa: E402
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
-from pipediag.diagnosis import write_json  # noqa: E402
+from pipediag.records.files import write_json  # noqa: E402
 from pipediag.errors import UsageError  # noqa: E402
-from pipediag.modes.tuning import facts_for, plan_tuning  # noqa: E402
+from pipediag.tuner.rewrite import facts_for, plan_tuning  # noqa: E402
 from tests.fixtures import patch_builders as b  # noqa: E402
 from tests.summaries import diagnosis as make_diagnosis  # noqa: E402
 

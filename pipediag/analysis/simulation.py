@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from pipediag.analysis.comparison import LookPlan, RatioInterval, Sequential, round_order
+from pipediag.analysis.compare import LookPlan, RatioInterval, Sequential, round_order
 
 
 @dataclass(frozen=True)

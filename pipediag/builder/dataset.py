@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipediag.backends.tf import tf
-from pipediag.builder.element import ElementInfo, Leaf
+from pipediag.records.element import ElementInfo, Leaf
 from pipediag.builder.graph import PipelineGraph
 from pipediag.errors import UsageError, UserCodeError
 

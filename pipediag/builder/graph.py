@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 from pipediag.backends.tf import tf
 from pipediag.builder.functions import generator_names
-from pipediag.builder.stages import FILE_READER_OPS, STAGE_KIND_BY_OP, Stage, function_label
+from pipediag.records.stage import FILE_READER_OPS, STAGE_KIND_BY_OP, Stage, function_label
 from pipediag.errors import PipediagError
 
 # The ops that make a function random (stateful random number generation).

@@ -88,9 +88,9 @@ def load_dataset(args: argparse.Namespace) -> tuple[Any, str]:
     # are filtered (seen on the H200: a builder file importing TF first let them through).
     import pipediag.backends.tf  # noqa: F401
     if args.demo:
-        from pipediag import demo
+        from pipediag.commands import demo
 
-        return demo.make_dataset, "pipediag.demo:make_dataset (built-in example)"
+        return demo.make_dataset, "pipediag.commands.demo:make_dataset (built-in example)"
     if tfds_target.is_tfds_target(args.target):
         return tfds_target.load(args.target, args.data_dir, args.split), args.target
     return targets.load_callable(args.target), args.target
@@ -124,10 +124,10 @@ def load_step_options(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag import api
-    from pipediag.commands.scale import scale_command
-    from pipediag.modes.runner import StopRule
-    from pipediag.report.terminal import render_diagnosis
+    from pipediag.api.diagnose import diagnose as api
+    from pipediag.commands.common import scale_command
+    from pipediag.records.run import StopRule
+    from pipediag.report.terminal.diagnose import render_diagnosis
 
     check_dataset_arguments(args, "diagnose")
     check_outputs(args)

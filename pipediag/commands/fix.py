@@ -73,7 +73,7 @@ def _snippets(diagnosis) -> dict:
 
 
 def _snapshot_changes(diagnosis, folder: str | None) -> list:
-    from pipediag.modes.changes import Change
+    from pipediag.records.change import Change
 
     if not folder:
         return []
@@ -87,13 +87,14 @@ def _ratio(value, ci) -> str:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag.analysis.comparison import LookPlan
+    from pipediag.analysis.compare import LookPlan
     from pipediag.builder import target as targets
     from pipediag.builder.prepare import prepare_dataset
-    from pipediag.diagnosis import read_json, write_text
-    from pipediag.modes.interleave import ComparePlan
+    from pipediag.results.diagnose import read_json
+    from pipediag.records.files import write_text
+    from pipediag.modes.compare import ComparePlan
     from pipediag.patch.prove import prove
-    from pipediag.patch.selection import require_same_graph, select_gains
+    from pipediag.tuner.selection import require_same_graph, select_gains
     from pipediag.patch.source import patch_source
 
     diagnosis = read_json(args.run)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 
 from rich.console import Console
 
@@ -60,36 +59,10 @@ def register(sub) -> None:
     add_output_arguments(s, json=False, samples_csv=False)
 
 
-def scale_command(args: argparse.Namespace) -> str:
-    """The `pipediag scale` command line for the target and step options of a diagnose run."""
-    parts = ["pipediag", "scale"]
-    parts.append("--demo" if getattr(args, "demo", False) else args.target)
-    if getattr(args, "data_dir", None):
-        parts += ["--data-dir", args.data_dir]
-    if getattr(args, "split", None):
-        parts += ["--split", args.split]
-    if args.model:
-        parts += ["--model", args.model]
-    if args.step:
-        parts += ["--step", args.step]
-    if args.batch_size:
-        parts += ["--batch-size", str(args.batch_size)]
-    for arg in args.arg:
-        parts += ["--arg", arg]
-    if args.batched:
-        parts.append("--batched")
-    if args.batch_format != "tf":
-        parts += ["--batch-format", args.batch_format]
-    if getattr(args, "gpus", None):
-        parts += ["--gpus", args.gpus]
-    parts += ["--workers", "1,2,4", "--accelerators", "1,8"]
-    return shlex.join(parts)
-
-
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag import scale as scaling
-    from pipediag.modes.runner import StopRule
-    from pipediag.report.scale import render_scale
+    from pipediag.api import scale as scaling
+    from pipediag.records.run import StopRule
+    from pipediag.report.terminal.scale import render_scale
 
     check_dataset_arguments(args, "scale")
     check_outputs(args)

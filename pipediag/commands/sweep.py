@@ -55,9 +55,9 @@ def _memory_limit(megabytes: int, nvml_lib=None):
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.builder import target as targets
     from pipediag.commands.diagnose import load_step_options
-    from pipediag.modes.runner import StopRule
-    from pipediag.report.sweep import render_sweep
-    from pipediag.sweep import parse_batch_sizes, sweep
+    from pipediag.records.run import StopRule
+    from pipediag.report.terminal.sweep import render_sweep
+    from pipediag.api.sweep import parse_batch_sizes, sweep
 
     sizes = parse_batch_sizes(args.batch_sizes)
     check_outputs(args)

@@ -30,10 +30,10 @@ from typing import Any
 from pipediag.analysis.ablation import MIN_GAIN, Ablation, ChangeEffect, classify
 from pipediag.analysis.buffers import SUGGESTED_BUFFER_SHARE, BufferEstimate, shuffle_buffers
 from pipediag.analysis.modes import ModeSummary, Ratio, input_side_cpu, rate_ratio
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 from pipediag.fixes import catalog
-from pipediag.modes.changes import Change
-from pipediag.samples.container import ContainerLimits, cores_text
+from pipediag.records.change import Change
+from pipediag.records.container import ContainerLimits, cores_text
 from pipediag.verdict.container import throttled
 from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
 from pipediag.verdict.rules import (

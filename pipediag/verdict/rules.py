@@ -35,7 +35,7 @@ from pipediag.analysis.buffers import BufferEstimate
 from pipediag.analysis.gpu import Gpm
 from pipediag.analysis.modes import InputSideCpu, ModeSummary, rate_ratio, input_side_cpu
 from pipediag.analysis.handover import Handover
-from pipediag.samples.container import ContainerLimits, cores_text
+from pipediag.records.container import ContainerLimits, cores_text
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.container import with_container
 from pipediag.verdict.handover_edge import handover_edge, handover_facts, host_edge_verdict

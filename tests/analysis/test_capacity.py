@@ -2,9 +2,9 @@
 
 import pytest
 
-from pipediag.analysis.capacity import (
+from pipediag.analysis.scale import (
     OVERSUBSCRIBED, OWN_CORES, SHARES_CLIENT_CORES, UNPINNED, CapacityPlan, CountRate, RateEstimate, placement,
-    plan_capacity, service_overhead, transfer_limit, worker_busy,
+    plan_capacity, service_overhead, transfer_limit, worker_busy
 )
 
 

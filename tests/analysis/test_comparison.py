@@ -12,11 +12,9 @@ import random
 
 import pytest
 
-from pipediag.analysis.comparison import (
-    LookPlan, Sequential, paired_ratio, round_order, unpaired_ratio,
-)
+from pipediag.analysis.compare import LookPlan, Sequential, paired_ratio, round_order, unpaired_ratio
 from pipediag.analysis.simulation import SCENARIOS, Noise, claim_rate, rounds, simulate
-from pipediag.verdict.comparison import is_clear
+from pipediag.verdict.compare import is_clear
 
 RUNS = 1000
 FALSE_CLAIMS_MAX = 0.05 + 2 * math.sqrt(0.05 * 0.95 / RUNS)  # 6.4%

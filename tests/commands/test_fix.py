@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("tensorflow")
 pytest.importorskip("libcst")
 
-from pipediag.diagnosis import write_json  # noqa: E402
+from pipediag.records.files import write_json  # noqa: E402
 from tests.fixtures import patch_builders  # noqa: E402
 from tests.test_cli import pipediag  # noqa: E402
 from tests.test_tuned_api import scripted  # noqa: E402

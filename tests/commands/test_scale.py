@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from pipediag.cli import build_parser
-from pipediag.commands.scale import scale_command
+from pipediag.commands.common import scale_command
 from pipediag.service.cluster import alive, listening
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

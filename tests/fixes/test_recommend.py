@@ -3,10 +3,10 @@ from dataclasses import replace
 import pytest
 
 from pipediag.analysis.gpu import PeakMemory
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 from pipediag.fixes import catalog
 from pipediag.fixes.recommend import recommend
-from pipediag.modes.changes import Change
+from pipediag.records.change import Change
 from pipediag.verdict.rules import GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, CpuPattern, Verdict
 from tests.summaries import GiB, summary, waiting_cpu
 

@@ -9,13 +9,14 @@ tf = pytest.importorskip("tensorflow")
 
 from pipediag.analysis.ablation import conclude  # noqa: E402
 from pipediag.analysis.modes import summarize  # noqa: E402
-from pipediag.modes.ablation import Reference, tune_with_ablation  # noqa: E402
-from pipediag.modes.checks import is_deterministic  # noqa: E402
+from pipediag.tuner.ablation import Reference, tune_with_ablation  # noqa: E402
+from pipediag.tuner.checks import is_deterministic  # noqa: E402
 from pipediag.modes.feeds import BatchFeed  # noqa: E402
-from pipediag.modes.runner import StopRule, run_mode  # noqa: E402
-from pipediag.modes.tuning import plan_tuning  # noqa: E402
-from pipediag.modes.tuning_rules import TuningFacts  # noqa: E402
-from pipediag.samples.readings import SampleLog  # noqa: E402
+from pipediag.records.run import StopRule  # noqa: E402
+from pipediag.modes.runner import run_mode
+from pipediag.tuner.rewrite import plan_tuning  # noqa: E402
+from pipediag.tuner.rules import TuningFacts  # noqa: E402
+from pipediag.records.readings import SampleLog  # noqa: E402
 
 FACTS = TuningFacts(cores=2, ram_budget_bytes=2**30, fill_budget_seconds=10, latency_bound=False)
 RULE = StopRule(max_seconds=2.0, min_seconds=0.5, min_steps=10, warmup_steps=3)

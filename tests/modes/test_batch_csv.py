@@ -8,9 +8,9 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
-from pipediag.modes import batch_csv  # noqa: E402
-from pipediag.modes.tuning import build, plan_tuning  # noqa: E402
-from pipediag.modes.tuning_rules import TuningFacts  # noqa: E402
+from pipediag.tuner import batch_csv  # noqa: E402
+from pipediag.tuner.rewrite import build, plan_tuning  # noqa: E402
+from pipediag.tuner.rules import TuningFacts  # noqa: E402
 
 FACTS = TuningFacts(cores=2, ram_budget_bytes=2**30, fill_budget_seconds=10, latency_bound=False)
 HEADER = "name,city,score,count,note\n"
@@ -204,7 +204,7 @@ def test_no_cache_of_the_rows_the_csv_change_reads_as_lines(tmp_path, csv_files)
 
 def test_the_recheck_finds_the_same_site_and_reads_the_files_again(tmp_path):
     """pipediag.tuned() re-checks a saved CSV change on the pipeline as it is now."""
-    from pipediag.modes.tuning import check_batch_csv
+    from pipediag.tuner.rewrite import check_batch_csv
 
     path = tmp_path / "t.csv"
     path.write_text("a,b\n1,x\n2,y\n")

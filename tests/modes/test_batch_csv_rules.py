@@ -1,7 +1,7 @@
 """The CSV-as-lines rule on plain stages and numbers (no TensorFlow)."""
 
-from pipediag.builder.stages import Stage
-from pipediag.modes.tuning_rules import QuoteScan, batch_csv_change
+from pipediag.records.stage import Stage
+from pipediag.tuner.rules import QuoteScan, batch_csv_change
 
 
 READER = Stage(2, "LegacyParallelInterleaveDatasetV2/_9", "LegacyParallelInterleaveDatasetV2", "parallel_interleave",

@@ -6,9 +6,9 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
-from pipediag.modes import decode_crop  # noqa: E402
-from pipediag.modes.tuning import tune  # noqa: E402
-from pipediag.modes.tuning_rules import TuningFacts  # noqa: E402
+from pipediag.tuner import decode_crop  # noqa: E402
+from pipediag.tuner.rewrite import tune  # noqa: E402
+from pipediag.tuner.rules import TuningFacts  # noqa: E402
 
 FACTS = TuningFacts(cores=2, ram_budget_bytes=2**30, fill_budget_seconds=10, latency_bound=False)
 SIZE, CROP = 96, 48

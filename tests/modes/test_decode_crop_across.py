@@ -7,9 +7,9 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
-from pipediag.modes import decode_crop  # noqa: E402
-from pipediag.modes.tuning import build, plan_tuning, tune  # noqa: E402
-from pipediag.modes.tuning_rules import TuningFacts  # noqa: E402
+from pipediag.tuner import decode_crop  # noqa: E402
+from pipediag.tuner.rewrite import build, plan_tuning, tune  # noqa: E402
+from pipediag.tuner.rules import TuningFacts  # noqa: E402
 
 # A RAM budget no cache fits in, as for a dataset too large to cache (a cache of the decoded images
 # would exclude moving the decode: test_a_cache_of_the_decoded_images_wins)

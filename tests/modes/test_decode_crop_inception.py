@@ -12,9 +12,9 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
-from pipediag.modes import decode_crop  # noqa: E402
-from pipediag.modes.tuning import tune  # noqa: E402
-from pipediag.modes.tuning_rules import TuningFacts  # noqa: E402
+from pipediag.tuner import decode_crop  # noqa: E402
+from pipediag.tuner.rewrite import tune  # noqa: E402
+from pipediag.tuner.rules import TuningFacts  # noqa: E402
 
 # No cache fits this RAM budget: the decode_crop change is measured on its own
 FACTS = TuningFacts(cores=2, ram_budget_bytes=1024, fill_budget_seconds=10, latency_bound=False)

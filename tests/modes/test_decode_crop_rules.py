@@ -1,9 +1,9 @@
 """decode_crop rules on scripted stages (no TensorFlow): across stages against a planned cache, and the fix's code."""
 
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 from pipediag.fixes import catalog
-from pipediag.modes.changes import Change
-from pipediag.modes.tuning_rules import decode_crop_change, decode_crop_under_cache
+from pipediag.records.change import Change
+from pipediag.tuner.rules import decode_crop_change, decode_crop_under_cache
 
 CHAIN = ["source", "decode", "prefetch", "crop", "batch"]
 

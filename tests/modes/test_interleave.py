@@ -4,10 +4,11 @@ import random
 
 import pytest
 
-from pipediag.analysis.comparison import LookPlan
-from pipediag.modes.interleave import ComparePlan, Side, chunk_rates, run_rounds
-from pipediag.modes.runner import StopRule, run_mode
-from pipediag.verdict.comparison import is_clear
+from pipediag.analysis.compare import LookPlan
+from pipediag.modes.compare import ComparePlan, Side, chunk_rates, run_rounds
+from pipediag.records.run import StopRule
+from pipediag.modes.runner import run_mode
+from pipediag.verdict.compare import is_clear
 
 
 class FakeClock:

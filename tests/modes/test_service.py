@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from pipediag.builder.graph import PipelineGraph
 from pipediag.errors import UsageError
-from pipediag.modes.service import graph_calls_python, open_feed, refuse_python, with_deadline
+from pipediag.modes.scale import graph_calls_python, open_feed, refuse_python, with_deadline
 from pipediag.service.cluster import LocalCluster, ServiceError
 from tests.fixtures import pipelines
 

@@ -6,8 +6,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
-from pipediag.modes.tuning import tune  # noqa: E402
-from pipediag.modes.tuning_rules import TuningFacts  # noqa: E402
+from pipediag.tuner.rewrite import tune  # noqa: E402
+from pipediag.tuner.rules import TuningFacts  # noqa: E402
 
 FACTS = TuningFacts(cores=2, ram_budget_bytes=2**30, fill_budget_seconds=10, latency_bound=False)
 
@@ -218,7 +218,7 @@ def test_random_and_python_maps_are_not_vectorized():
 
 
 def test_plan_then_build_any_subset():
-    from pipediag.modes.tuning import build, plan_tuning
+    from pipediag.tuner.rewrite import build, plan_tuning
 
     ds = tf.data.Dataset.range(64).repeat().map(noisy).batch(8)
     plan = plan_tuning(ds, FACTS, input_batches_per_sec=100)
@@ -242,7 +242,7 @@ def test_no_explicit_prefetch_where_tensorflow_injects_one():
 
 
 def test_a_prefetch_where_the_pipeline_ends_asynchronously_or_injection_is_off():
-    from pipediag.modes.tuning import prefetch_injected
+    from pipediag.tuner.rewrite import prefetch_injected
 
     ends_parallel = tf.data.Dataset.range(64).batch(8).map(noisy, num_parallel_calls=2)
     assert next(c for c in tune(ends_parallel, INJECTED, input_batches_per_sec=100).changes

@@ -1,14 +1,8 @@
 """The tuning rules on plain stages and numbers (no TensorFlow)."""
 
-from pipediag.builder.stages import Stage
-from pipediag.modes.tuning_rules import (
-    already_cached_change,
-    CacheEstimate,
-    CachePoint,
-    TuningFacts,
-    cache_change,
-    cache_point,
-    counting_verdict,
+from pipediag.records.stage import Stage
+from pipediag.tuner.rules import (
+    already_cached_change, CacheEstimate, CachePoint, TuningFacts, cache_change, cache_point, counting_verdict
 )
 
 FACTS = TuningFacts(cores=2, ram_budget_bytes=2**30, fill_budget_seconds=10, latency_bound=False)
@@ -116,7 +110,7 @@ def test_a_reshuffling_file_shuffle_is_passed_only_when_an_element_shuffle_follo
 
 
 def test_a_random_map_is_batched_first_only_when_its_draws_are_per_element():
-    from pipediag.modes.tuning_rules import vectorize_changes
+    from pipediag.tuner.rules import vectorize_changes
 
     jitter = stage(1, "map", "MapDataset", function="jitter", is_random=True)
     batch = stage(2, "batch", "BatchDatasetV2", buffer_size=1024)

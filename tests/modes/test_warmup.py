@@ -2,7 +2,8 @@
 
 import pytest
 
-from pipediag.modes.runner import StopRule, run_mode
+from pipediag.records.run import StopRule
+from pipediag.modes.runner import run_mode
 from pipediag.modes.warmup import Settled
 
 

@@ -3,10 +3,10 @@
 import pytest
 
 from pipediag.analysis.ablation import Ablation, ChangeEffect
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 from pipediag.errors import UsageError
-from pipediag.modes.changes import Change
-from pipediag.patch.selection import graph_mismatch, select_gains
+from pipediag.records.change import Change
+from pipediag.tuner.selection import graph_mismatch, select_gains
 from tests.summaries import diagnosis
 
 STAGES = (Stage(0, "TensorSliceDataset/_1", "TensorSliceDataset", "source"),

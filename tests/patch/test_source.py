@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from pipediag.modes.changes import Change
+from pipediag.records.change import Change
 from pipediag.patch.source import patch_source
 
 pytest.importorskip("libcst")

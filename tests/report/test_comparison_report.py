@@ -1,6 +1,6 @@
 """The compare report rendered to an in-memory console of fixed width."""
 
-from pipediag.report.comparison import render_comparison, sides_table
+from pipediag.report.terminal.compare import render_comparison, sides_table
 from tests.comparisons import comparison
 from tests.report.test_terminal import text
 

@@ -3,12 +3,14 @@
 import re
 from dataclasses import replace
 
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 from pipediag.fixes.recommend import Fix
-from pipediag.modes.changes import Change
-from pipediag.modes.runner import ModeRun
-from pipediag.report.html import ablation_section, gpu_missing_reason, render_html, utilization_panels, waterfall_section
-from pipediag.samples.readings import CpuReading, GpuDevice, GpuReading, Sample, SampleLog
+from pipediag.records.change import Change
+from pipediag.records.run import ModeRun
+from pipediag.report.html.diagnose import (
+    ablation_section, gpu_missing_reason, render_html, utilization_panels, waterfall_section
+)
+from pipediag.records.readings import CpuReading, GpuDevice, GpuReading, Sample, SampleLog
 from pipediag.verdict.rules import Verdict
 from tests.summaries import GiB, diagnosis, summary
 
@@ -130,7 +132,7 @@ def test_waterfall_chart_and_table_name_the_slow_stage():
 
 
 def test_the_slow_bar_is_red_and_the_others_are_not():
-    from pipediag.report import charts
+    from pipediag.report.html import charts
 
     svg = waterfall_section(with_anatomy())
     assert svg.count(f"fill: {charts.SLOW_COLOR}") == 1 and svg.count(f"fill: {charts.STAGE_COLOR}") == 2
@@ -188,8 +190,8 @@ def test_an_unmeasured_change_says_why_not_zero():
 
 
 def test_several_gpus_get_their_own_table_and_one_gpu_none():
-    from pipediag.diagnosis import Diagnosis
-    from pipediag.report.html import render_html
+    from pipediag.results.diagnose import Diagnosis
+    from pipediag.report.html.diagnose import render_html
     from tests.report.test_terminal import gpu_diagnosis, several_gpus_diagnosis
 
     page = render_html(several_gpus_diagnosis())

@@ -9,8 +9,9 @@ from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import Rate, find_knee, oom_edge
 from pipediag.backends.memory_limit import MemoryLimit
 from pipediag.errors import UsageError
-from pipediag.report.sweep import render_sweep
-from pipediag.sweep import OK, OUT_OF_MEMORY, SKIPPED, Sweep, SweepPoint, parse_batch_sizes
+from pipediag.report.terminal.sweep import render_sweep
+from pipediag.results.sweep import OK, OUT_OF_MEMORY, SKIPPED, Sweep, SweepPoint
+from pipediag.api.sweep import parse_batch_sizes
 from tests.summaries import environment
 
 GiB = 2**30

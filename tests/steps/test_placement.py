@@ -28,7 +28,7 @@ def test_the_work_ran_on_the_accelerators_when_there_are_any():
 def test_the_devices_survive_the_json_round_trip():
     import json
 
-    from pipediag.steps.step import StepInfo
+    from pipediag.records.step import StepInfo
 
     info = StepInfo("user", "a mesh step", "numpy", "jax", "block_until_ready()", ("gpu:0", "gpu:1"))
     assert StepInfo.from_dict(json.loads(json.dumps(info.to_dict()))) == info

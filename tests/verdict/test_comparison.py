@@ -1,7 +1,7 @@
 """The comparison verdict and the --fail-if-slower gate on plain intervals."""
 
-from pipediag.analysis.comparison import RatioInterval
-from pipediag.verdict.comparison import FASTER, INCONCLUSIVE, NO_DIFFERENCE, SLOWER, gate_text, is_clear, judge
+from pipediag.analysis.compare import RatioInterval
+from pipediag.verdict.compare import FASTER, INCONCLUSIVE, NO_DIFFERENCE, SLOWER, gate_text, is_clear, judge
 
 
 def iv(ratio, low, high):

@@ -5,11 +5,11 @@ from dataclasses import replace
 
 from pipediag.analysis.modes import InputSideCpu, summarize, within_limit
 from pipediag.fixes.recommend import cores_needed, recommend
-from pipediag.modes.changes import Change
-from pipediag.modes.runner import ModeRun
-from pipediag.modes.tuning_rules import TuningFacts, threading_change
-from pipediag.samples.container import ContainerLimits, ThrottleCounters, Throttling
-from pipediag.samples.readings import CpuReading, Sample, SampleLog
+from pipediag.records.change import Change
+from pipediag.records.run import ModeRun
+from pipediag.tuner.rules import TuningFacts, threading_change
+from pipediag.records.container import ContainerLimits, ThrottleCounters, Throttling
+from pipediag.records.readings import CpuReading, Sample, SampleLog
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.rules import classify_cpu, decide
 from tests.summaries import GiB, summary, waiting_cpu

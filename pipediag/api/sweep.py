@@ -104,7 +104,7 @@ def sweep(
     `stall_timeout_s`: as in `diagnose`; a batch size whose run stalls ends the sweep there
     (status "stalled"), the sizes before it kept.
     """
-    from pipediag.api.diagnose import diagnose as api
+    from pipediag.api import diagnose as api
 
     started = clock_ns()
     sizes = tuple(sorted(batch_sizes))

@@ -124,7 +124,7 @@ def load_step_options(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag.api.diagnose import diagnose as api
+    from pipediag.api import diagnose as api
     from pipediag.commands.common import scale_command
     from pipediag.records.run import StopRule
     from pipediag.report.terminal.diagnose import render_diagnosis

@@ -60,7 +60,7 @@ def oom_error():
 
 
 def environment(**overrides):
-    from pipediag.samples.environment import Environment
+    from pipediag.records.environment import Environment
 
     values = dict(pipediag_version="0.1.0", python_version="3.11.7", platform="Linux x86_64", cpu_logical=2,
                   cpu_physical=1, memory_total_bytes=24 * GiB, tensorflow_version="2.21.0", tensorflow_cuda_build=False,

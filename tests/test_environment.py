@@ -5,7 +5,8 @@ import re
 from rich.console import Console
 
 from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
-from pipediag.samples.environment import Environment, collect
+from pipediag.records.environment import Environment
+from pipediag.samples.environment import collect
 from pipediag.report.terminal.env import render_environment
 
 
@@ -43,9 +44,8 @@ import sys
 
 import pytest
 
-from pipediag.samples.environment import (
-    ContainerLimits, capability_allows, driver_against_build, memory_growth_text, with_warnings
-)
+from pipediag.samples.environment import ContainerLimits, with_warnings
+from pipediag.records.environment import capability_allows, driver_against_build, memory_growth_text
 from tests.summaries import environment as make_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

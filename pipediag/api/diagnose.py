@@ -18,7 +18,8 @@ from pipediag import stats
 from pipediag.analysis.buffers import shuffle_buffers
 from pipediag.analysis.modes import input_side_cpu, summarize
 from pipediag.results.diagnose import MODE_NAMES, Diagnosis
-from pipediag.samples.environment import Environment, collect
+from pipediag.records.environment import Environment
+from pipediag.samples.environment import collect
 from pipediag.errors import UsageError, UserCodeError
 from pipediag.fixes.recommend import recommend
 from pipediag.records.change import Change

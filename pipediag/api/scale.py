@@ -28,7 +28,8 @@ from pipediag.analysis.modes import summarize
 from pipediag.analysis.visitation import PROCESSING_MODES, visitation
 from pipediag.api.diagnose import Progress, SilentProgress
 from pipediag.builder import target as targets
-from pipediag.samples.environment import Environment, collect
+from pipediag.records.environment import Environment
+from pipediag.samples.environment import collect
 from pipediag.errors import PipediagError, UsageError
 from pipediag.records.run import ModeRun, StopRule
 from pipediag.modes.runner import run_mode

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pipediag.analysis.sweep import Rate, find_knee, oom_edge
-from pipediag.backends.memory_limit import MemoryLimit
+from pipediag.records.memory import MemoryLimit
 from pipediag.errors import UsageError
 from pipediag.records.run import StopRule
 from pipediag.samples.sampler import DEFAULT_HZ

@@ -34,7 +34,8 @@ def register(sub) -> None:
 def _memory_limit(megabytes: int, nvml_lib=None):
     """Before anything else: JAX reads its fraction when its backend starts, which loading the
     user's step may do; TensorFlow's logical devices must be set before it initialises its GPUs."""
-    from pipediag.backends.memory_limit import MemoryLimit, before_user_code
+    from pipediag.records.memory import MemoryLimit
+    from pipediag.backends.memory_limit import before_user_code
     from pipediag.samples.gpu import GpuReader
 
     reader = GpuReader(nvml_lib).open()

@@ -9,7 +9,7 @@ from pipediag.analysis.baseline import PointTimes, ProfileComparison, compare_po
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import OomEdge
 from pipediag.records.files import SCHEMA_VERSION, file_header
-from pipediag.samples.environment import Environment
+from pipediag.records.environment import Environment
 from pipediag.errors import UsageError
 from pipediag.records.run import ErrorInfo
 

@@ -16,7 +16,7 @@ from pipediag.analysis.compare import LookPlan, RatioInterval
 from pipediag.analysis.usage import Usage
 from pipediag.records.element import ElementInfo
 from pipediag.records.stage import Stage
-from pipediag.samples.environment import Environment
+from pipediag.records.environment import Environment
 from pipediag.errors import UsageError
 from pipediag.records.compare import Round, Segment
 from pipediag.records.readings import SampleLog

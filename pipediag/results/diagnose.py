@@ -17,7 +17,7 @@ from pipediag.analysis.modes import ModeSummary, summary_from_dict
 from pipediag.analysis.waterfall import Anatomy
 from pipediag.records.element import ElementInfo
 from pipediag.records.stage import Stage
-from pipediag.samples.environment import Environment
+from pipediag.records.environment import Environment
 from pipediag.errors import UsageError
 from pipediag.fixes.recommend import Fix
 from pipediag.records.change import Change

@@ -18,7 +18,7 @@ from pipediag.analysis.modes import ModeSummary, summary_from_dict
 from pipediag.records.element import ElementInfo
 from pipediag.records.stage import Stage
 from pipediag.records.files import load_json
-from pipediag.samples.environment import Environment
+from pipediag.records.environment import Environment
 from pipediag.errors import UsageError
 from pipediag.records.run import ModeRun
 from pipediag.records.readings import SampleLog

@@ -7,9 +7,9 @@ from typing import Any
 import datetime as _dt
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import Knee, OomEdge
-from pipediag.backends.memory_limit import MemoryLimit
+from pipediag.records.memory import MemoryLimit
 from pipediag.records.files import SCHEMA_VERSION, file_header
-from pipediag.samples.environment import Environment
+from pipediag.records.environment import Environment
 from pipediag.errors import UsageError
 from pipediag.records.run import ErrorInfo
 from pipediag.records.step import StepInfo

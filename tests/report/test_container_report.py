@@ -6,7 +6,7 @@ from rich.console import Console
 
 from pipediag.analysis.usage import Usage, usage
 from pipediag.results.diagnose import Diagnosis
-from pipediag.samples.environment import Environment
+from pipediag.records.environment import Environment
 from pipediag.report.terminal.env import render_environment
 from pipediag.report.html.diagnose import render_html
 from pipediag.report.terminal.diagnose import render_diagnosis

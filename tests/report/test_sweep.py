@@ -7,7 +7,7 @@ from rich.console import Console
 
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import Rate, find_knee, oom_edge
-from pipediag.backends.memory_limit import MemoryLimit
+from pipediag.records.memory import MemoryLimit
 from pipediag.errors import UsageError
 from pipediag.report.terminal.sweep import render_sweep
 from pipediag.results.sweep import OK, OUT_OF_MEMORY, SKIPPED, Sweep, SweepPoint

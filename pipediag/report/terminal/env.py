@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from pipediag.samples.environment import Environment, driver_against_build, memory_growth_text
+from pipediag.records.environment import Environment, driver_against_build, memory_growth_text
 from pipediag.records.container import ContainerLimits, cores_text
 
 

@@ -11,7 +11,7 @@ from pipediag.modes.compare import ComparePlan, Side, run_rounds
 from pipediag.records.readings import CpuReading, Sample, SampleLog
 from pipediag.records.step import StepInfo
 from pipediag.verdict.compare import is_clear
-from tests.modes.test_interleave import FakeClock, feed, stepper
+from tests.modes.test_compare import FakeClock, feed, stepper
 from tests.summaries import GiB, environment
 
 

@@ -11,7 +11,7 @@ from pipediag.records.readings import SampleLog
 from pipediag.records.step import StepInfo
 from pipediag.verdict.compare import SLOWER, is_clear
 from tests.comparisons import STAGES_B, side_info
-from tests.modes.test_interleave import FakeClock, feed, stepper
+from tests.modes.test_compare import FakeClock, feed, stepper
 from tests.summaries import diagnosis, environment
 
 

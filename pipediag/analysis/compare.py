@@ -2,7 +2,7 @@
 that stays honest when the run stops as soon as the answer is clear.
 
 Pure numbers: rates in, intervals out. No TensorFlow, no clock. docs/compare.md says why the
-method is this one; tests/analysis/test_comparison.py checks it on simulated rounds.
+method is this one; tests/analysis/test_compare.py checks it on simulated rounds.
 
 - Paired rounds (A and B measured back to back, order alternating AB, BA, AB, …): the per-round
   log ratio d = ln(rate_B / rate_A) cancels whatever the machine did to both halves of a round.

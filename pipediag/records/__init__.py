@@ -1,1 +1,1 @@
-"""The bottom floor: frozen record types and the JSON file helpers; imports only stats, errors, _version."""
+"""The bottom floor: frozen record types and the JSON file helpers; they import only stats, errors, oom and _version."""

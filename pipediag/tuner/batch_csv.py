@@ -13,7 +13,7 @@ hundreds of scalar tensors per row, one row at a time. TensorFlow's "Load CSV da
 The CsvDataset may be the pipeline's source or sit inside an interleave's function (as
 make_csv_dataset builds it: a parallel interleave of one CsvDataset per file). decode_csv takes the
 CsvDataset's own record defaults, delimiter, quoting, NA value and selected columns, so each row
-parses to the same values (tests/modes/test_batch_csv.py compares whole pipelines); empty lines and
+parses to the same values (tests/tuner/test_batch_csv.py compares whole pipelines); empty lines and
 malformed rows fail in both.
 
 The one difference in meaning: CsvDataset lets a quoted field hold a newline, TextLineDataset

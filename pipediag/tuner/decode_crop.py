@@ -52,7 +52,7 @@ _SUFFIX = "_pipediag_decode_crop"
 # on every side (clipped to the image) and slicing the crop out of it gives the full decode's
 # pixels exactly: with no margin 350 of 1372 crops differed (4:2:0 and 4:4:4 JPEGs, smooth and
 # noisy, 7 row and 49 column offsets), with 1 column and no row none did; 2 and 2 keeps one
-# chroma sample of 2x2 subsampling to spare. tests/modes/test_decode_crop.py checks offsets.
+# chroma sample of 2x2 subsampling to spare. tests/tuner/test_decode_crop.py checks offsets.
 WINDOW_MARGIN_PX = (2, 2)  # rows, columns: one chroma sample of 2x2 subsampling
 NOTHING_TO_CROP = "it decodes no JPEG with decode_jpeg or decode_image and then crops it"
 

@@ -2,7 +2,7 @@
 
 What a comparison concludes from its rounds is tested on a fake clock (tests/modes/
 test_interleave.py: a faster side found at the first look; identical sides not significantly
-different) and on scripted numbers (tests/verdict/test_comparison.py). These real runs check
+different) and on scripted numbers (tests/verdict/test_compare.py). These real runs check
 what cannot flake on a shared machine: the rounds, their order, the sides and their numbers, and
 that a 4x planted gain is never called a loss. (Beside other sessions' TensorFlow on 2 cores, the
 4x gain once read "no significant difference: B/A = 2.249x, 95% CI -54% to +1004%": a stalled

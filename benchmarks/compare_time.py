@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 
 import pipediag  # noqa: E402
-from pipediag.commands import demo  # noqa: E402
+from pipediag import demo  # noqa: E402
 from pipediag.backends.tf import tf  # noqa: E402
 from pipediag.modes.feeds import BatchFeed  # noqa: E402
 from pipediag.records.run import StopRule  # noqa: E402

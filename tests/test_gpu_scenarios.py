@@ -60,7 +60,7 @@ def test_memory_scenario_really_runs_out_of_memory():
 
 
 def test_image_step_trains_on_the_demo_pipeline():
-    from pipediag.commands import demo
+    from pipediag import demo
 
     module = load("image_step", WIDTH=16)
     step = user_step(module.make_step(), "image_step", "numpy")

@@ -88,9 +88,9 @@ def load_dataset(args: argparse.Namespace) -> tuple[Any, str]:
     # are filtered (seen on the H200: a builder file importing TF first let them through).
     import pipediag.backends.tf  # noqa: F401
     if args.demo:
-        from pipediag.commands import demo
+        from pipediag import demo
 
-        return demo.make_dataset, "pipediag.commands.demo:make_dataset (built-in example)"
+        return demo.make_dataset, "pipediag.demo:make_dataset (built-in example)"
     if tfds_target.is_tfds_target(args.target):
         return tfds_target.load(args.target, args.data_dir, args.split), args.target
     return targets.load_callable(args.target), args.target

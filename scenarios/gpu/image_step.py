@@ -1,10 +1,10 @@
 """A JAX image-classifier training step on the GPU, for the built-in demo pipeline
-(`pipediag.commands.demo:make_dataset`: JPEG decode and augmentation on the CPU, 64x64x3 images).
+(`pipediag.demo:make_dataset`: JPEG decode and augmentation on the CPU, 64x64x3 images).
 
 Not a verdict scenario: it gives `pipediag scale` and `pipediag compare` a real accelerator step
 to feed with a CPU-heavy pure-TensorFlow pipeline (service workers cannot run `tf.py_function`):
 
-    python -m pipediag scale pipediag.commands.demo:make_dataset --step scenarios/gpu/image_step.py:make_step \
+    python -m pipediag scale pipediag.demo:make_dataset --step scenarios/gpu/image_step.py:make_step \
         --batch-format numpy --workers 1,2,4,8 --accelerators 1,8
 """
 

@@ -40,7 +40,7 @@ def make_dataset(batch_size: int = 32, images: int = DISTINCT_IMAGES, parallel: 
     """A batched dataset of (image float32[64,64,3], label int64), endless (repeat).
 
     parallel=True runs the decode in parallel (the fix `diagnose --demo` recommends), so that
-    `pipediag compare pipediag.commands.demo:make_dataset --arg-b parallel=True` has something to find.
+    `pipediag compare pipediag.demo:make_dataset --arg-b parallel=True` has something to find.
     """
     jpegs = _jpegs(images, JPEG_SIZE)
     labels = np.arange(images, dtype=np.int64) % 10

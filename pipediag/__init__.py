@@ -18,7 +18,7 @@ from pipediag.results.diagnose import Diagnosis, read_json
 from pipediag.errors import PipediagError, UsageError, UserCodeError
 from pipediag.records.run import StopRule
 from pipediag.api.tuned import TunedResult, tuned, tuned_pipeline
-# the modules as they were reachable before issue 16's moves: pipediag.scale.scale(...), pipediag.sweep.sweep(...)
+# scale, sweep and baseline stay modules reachable from the package, as before issue 16's moves
 from pipediag.api import baseline, scale, sweep
 
 __all__ = ["__version__", "diagnose", "Diagnosis", "read_json", "StopRule", "compare", "Comparison",

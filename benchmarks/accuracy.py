@@ -238,7 +238,7 @@ def rebuild_tuned(dataset: Any, tuning: list[dict[str, Any]], max_seconds: float
     """The diagnosis' tuned pipeline, built again with pipediag's own tuning code: the changes the
     diagnosis applied (kind and stage, from its JSON), planned on this process' copy of the
     pipeline. Returns the dataset and any applied change that could not be rebuilt."""
-    from pipediag.modes.tuning import build, facts_for, plan_tuning
+    from pipediag.tuner.rewrite import build, facts_for, plan_tuning
 
     wanted = {(c["kind"], c["stage"]) for c in tuning if c["applied"]}
     facts = facts_for(dataset, ram_budget_bytes=None, fill_budget_seconds=max_seconds,
@@ -283,7 +283,7 @@ def measure_ratios(path: str, diagnosis_path: str, max_seconds: float, compare_s
     import pipediag.backends.tf  # noqa: F401  (TensorFlow with pipediag's log filtering)
     from pipediag import compare
     from pipediag.backends.tf import tf
-    from pipediag.modes.interleave import FED, ComparePlan
+    from pipediag.modes.compare import FED, ComparePlan
 
     module = load_scenario(path)
     info = describe(module)
@@ -551,7 +551,7 @@ def _gpu_names() -> list[str]:
         import pynvml
 
         pynvml.nvmlInit()
-    except Exception:  # no driver, no library: no GPU to name
+    except Exception:  # noqa: BLE001 (no driver, no library: no GPU to name)
         return []
     try:
         return [str(pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)))

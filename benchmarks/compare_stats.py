@@ -29,9 +29,9 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
-from pipediag.analysis.comparison import LookPlan, paired_ratio  # noqa: E402
+from pipediag.analysis.compare import LookPlan, paired_ratio  # noqa: E402
 from pipediag.analysis.simulation import SCENARIOS, claim_rate, rounds, simulate  # noqa: E402
-from pipediag.verdict.comparison import is_clear  # noqa: E402
+from pipediag.verdict.compare import is_clear  # noqa: E402
 
 
 def clear(iv):

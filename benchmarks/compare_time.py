@@ -33,7 +33,8 @@ import pipediag  # noqa: E402
 from pipediag import demo  # noqa: E402
 from pipediag.backends.tf import tf  # noqa: E402
 from pipediag.modes.feeds import BatchFeed  # noqa: E402
-from pipediag.modes.runner import StopRule, run_mode  # noqa: E402
+from pipediag.modes.runner import run_mode  # noqa: E402
+from pipediag.records.run import StopRule  # noqa: E402
 from pipediag.steps.standin import standin_step  # noqa: E402
 
 LONG_SECONDS = 8.0

@@ -30,10 +30,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
-
 from _common import photo_like  # noqa: E402
-from pipediag.modes.tuning import build, plan_tuning  # noqa: E402
-from pipediag.modes.tuning_rules import TuningFacts  # noqa: E402
+
+from pipediag.tuner.rewrite import build, plan_tuning  # noqa: E402
+from pipediag.tuner.rules import TuningFacts  # noqa: E402
 
 IMAGES, SIZE, CROP, BATCH = 256, 384, 64, 32
 # No RAM for a cache, as for a dataset too large to cache (ImageNet-sized): a cache of the decoded

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import dataclasses
+import json
 import os
 import subprocess
 import sys

@@ -55,13 +55,13 @@ def measure_one(path: str, run_json: str, compare_seconds: float, gains_only: bo
     """In a child process: patch, check, and compare patched (B) with tuned (A)."""
     sys.path.insert(0, ROOT)
     import pipediag
-    from pipediag.analysis.comparison import LookPlan
+    from pipediag.analysis.compare import LookPlan
     from pipediag.builder.prepare import prepare_dataset
-    from pipediag.diagnosis import read_json
-    from pipediag.modes.interleave import ComparePlan
+    from pipediag.modes.compare import ComparePlan
     from pipediag.patch.prove import check_stage, fill_caches, patched_builder
-    from pipediag.patch.selection import select_gains
     from pipediag.patch.source import patch_source
+    from pipediag.results.diagnose import read_json
+    from pipediag.tuner.selection import select_gains
 
     module = load_scenario(path)
     info = describe(module)

@@ -33,10 +33,10 @@ def _imports():
     """The pipediag functions the replay calls. A restructuring updates these imports, nothing else."""
     from pipediag.analysis.buffers import shuffle_buffers
     from pipediag.analysis.modes import summarize
-    from pipediag.diagnosis import Diagnosis
     from pipediag.fixes.recommend import recommend
-    from pipediag.report.html import render_html
-    from pipediag.report.terminal import render_diagnosis as render
+    from pipediag.report.html.diagnose import render_html
+    from pipediag.report.terminal.diagnose import render_diagnosis as render
+    from pipediag.results.diagnose import Diagnosis
     from pipediag.steps.placement import accelerators
     from pipediag.verdict.devices import with_device_lines
     from pipediag.verdict.rules import decide, nothing_left_to_change

@@ -11,14 +11,14 @@ Importing pipediag does not import TensorFlow; `diagnose()` and `compare()` do, 
 """
 
 from pipediag._version import __version__
-from pipediag.api import diagnose
-from pipediag.compare_api import compare
-from pipediag.comparison import Comparison
-from pipediag.diagnosis import Diagnosis, read_json
+from pipediag.api.compare import compare
+from pipediag.api.diagnose import diagnose
+from pipediag.api.tuned import TunedResult, tuned, tuned_pipeline
 from pipediag.errors import PipediagError, UsageError, UserCodeError
-from pipediag.modes.runner import StopRule
 from pipediag.records.options import RunOptions
-from pipediag.tuned_api import TunedResult, tuned, tuned_pipeline
+from pipediag.records.run import StopRule
+from pipediag.results.compare import Comparison
+from pipediag.results.diagnose import Diagnosis, read_json
 
 __all__ = ["__version__", "diagnose", "Diagnosis", "read_json", "StopRule", "compare", "Comparison",
            "PipediagError", "UsageError", "UserCodeError",

@@ -20,7 +20,7 @@ from pipediag._version import __version__
 from pipediag.commands import baseline, compare, diagnose, env, fix, report, scale, sweep
 from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_STALLED, EXIT_TERMINATED, EXIT_USAGE, EXIT_USER_CODE
 from pipediag.errors import PipediagError, UsageError, UserCodeError
-from pipediag.modes.watchdog import Stalled
+from pipediag.records.stall import Stalled
 
 COMMANDS = {"diagnose": diagnose, "compare": compare, "sweep": sweep, "scale": scale, "env": env, "report": report,
             "fix": fix, "baseline": baseline}

@@ -16,10 +16,9 @@ Expected answer and why:
   (no files), `snapshot`, step-side fixes.
 """
 
+import keras
 import numpy as np
 import tensorflow as tf
-
-import keras
 from _common import STEP_FIXES, Expected
 
 EXPECTED = Expected(

@@ -11,10 +11,9 @@ Expected answer and why:
 - wrong: every input-side fix: the pipeline is not what limits training.
 """
 
+import keras
 import numpy as np
 import tensorflow as tf
-
-import keras
 from _common import INPUT_FIXES, Expected
 
 EXPECTED = Expected(

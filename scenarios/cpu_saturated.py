@@ -19,10 +19,9 @@ Expected answer and why:
   (would freeze the random crops), step-side fixes.
 """
 
+import keras
 import numpy as np
 import tensorflow as tf
-
-import keras
 from _common import STEP_FIXES, Expected, jpeg_bytes
 
 EXPECTED = Expected(

@@ -13,9 +13,8 @@ Expected answer and why:
   epoch's crops and flips forever; step-side fixes.
 """
 
-import tensorflow as tf
-
 import keras
+import tensorflow as tf
 from _common import STEP_FIXES, Expected, data_dir, shard_paths, write_jpeg_shards
 
 EXPECTED = Expected(

@@ -15,9 +15,8 @@ Expected answer and why:
   the same augmentation); step-side fixes (the step is not the limit).
 """
 
-import tensorflow as tf
-
 import keras
+import tensorflow as tf
 from _common import STEP_FIXES, Expected, data_dir, shard_paths, write_jpeg_shards
 
 EXPECTED = Expected(

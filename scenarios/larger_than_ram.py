@@ -17,9 +17,8 @@ The expert version (what fits in a benchmark) sets the parallelism and prefetch 
 is all a single host allows; the file's point is what pipediag must *not* recommend.
 """
 
-import tensorflow as tf
-
 import keras
+import tensorflow as tf
 from _common import STEP_FIXES, Expected
 
 EXPECTED = Expected(

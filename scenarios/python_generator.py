@@ -19,10 +19,9 @@ Expected answer and why:
   still runs on one core), so it does not count as the answer.
 """
 
+import keras
 import numpy as np
 import tensorflow as tf
-
-import keras
 from _common import STEP_FIXES, Expected
 
 EXPECTED = Expected(

@@ -20,9 +20,8 @@ Expected answer and why:
   problem), step-side fixes that do not touch host memory (`xla`, `mixed_precision`).
 """
 
-import tensorflow as tf
-
 import keras
+import tensorflow as tf
 from _common import Expected
 
 EXPECTED = Expected(

@@ -20,10 +20,9 @@ Expected answer and why:
 import os
 import time
 
+import keras
 import numpy as np
 import tensorflow as tf
-
-import keras
 from _common import STEP_FIXES, Expected, data_dir
 
 EXPECTED = Expected(

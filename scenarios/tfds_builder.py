@@ -21,11 +21,10 @@ The same prepared folder can be diagnosed directly: `pipediag diagnose tfds:pipe
 --data-dir DIR --batch-size 32` (the folder is printed by `python scenarios/tfds_builder.py`).
 """
 
+import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
-
-import keras
 from _common import STEP_FIXES, Expected, data_dir, photo_like
 
 EXPECTED = Expected(

@@ -2,16 +2,16 @@
 
 import random
 
-from pipediag.analysis.comparison import LookPlan
-from pipediag.builder.element import ElementInfo, Leaf
-from pipediag.builder.stages import Stage
-from pipediag.compare_api import conclude
-from pipediag.comparison import SideInfo
-from pipediag.modes.interleave import ComparePlan, Side, run_rounds
-from pipediag.samples.readings import CpuReading, Sample, SampleLog
-from pipediag.steps.step import StepInfo
-from pipediag.verdict.comparison import is_clear
-from tests.modes.test_interleave import FakeClock, feed, stepper
+from pipediag.analysis.compare import LookPlan
+from pipediag.api.compare import conclude
+from pipediag.modes.compare import ComparePlan, Side, run_rounds
+from pipediag.records.element import ElementInfo, Leaf
+from pipediag.records.readings import CpuReading, Sample, SampleLog
+from pipediag.records.stage import Stage
+from pipediag.records.step import StepInfo
+from pipediag.results.compare import SideInfo
+from pipediag.verdict.compare import is_clear
+from tests.modes.test_compare import FakeClock, feed, stepper
 from tests.summaries import GiB, environment
 
 

@@ -24,7 +24,7 @@ def fixture_spec():
 
 @pytest.fixture(scope="session")
 def quick_rule():
-    from pipediag.modes.runner import StopRule
+    from pipediag.records.run import StopRule
 
     return StopRule(max_seconds=3.0, min_seconds=0.5, min_steps=10, warmup_steps=3)
 
@@ -51,29 +51,29 @@ TF_TESTS = (
     "tests/builder/test_tfds_target.py",
     "tests/callbacks/test_keras.py",
     "tests/commands/test_fix.py",
-    "tests/modes/test_ablation.py",
-    "tests/modes/test_batch_csv.py",
+    "tests/tuner/test_ablation.py",
+    "tests/tuner/test_batch_csv.py",
     "tests/modes/test_cache_memory.py",
-    "tests/modes/test_decode_crop.py",
-    "tests/modes/test_decode_crop_across.py",
-    "tests/modes/test_decode_crop_inception.py",
+    "tests/tuner/test_decode_crop.py",
+    "tests/tuner/test_decode_crop_across.py",
+    "tests/tuner/test_decode_crop_inception.py",
     "tests/modes/test_feeds.py",
     "tests/modes/test_handover.py",
-    "tests/modes/test_service.py",
-    "tests/modes/test_tuning.py",
+    "tests/modes/test_scale.py",
+    "tests/tuner/test_rewrite.py",
     "tests/modes/test_waterfall.py",
     "tests/steps/test_frameworks.py",
     "tests/steps/test_keras_step.py",
     "tests/steps/test_standin.py",
-    "tests/test_api.py",
-    "tests/test_compare_api.py",
+    "tests/api/test_diagnose.py",
+    "tests/api/test_compare.py",
     "tests/test_faults_api.py",
     "tests/test_frameworks_api.py",
     "tests/test_gpu_scenarios.py",
     "tests/test_keras_backends.py",
     "tests/test_multigpu_api.py",
-    "tests/test_scale.py",
-    "tests/test_tuned_api.py",
+    "tests/api/test_scale.py",
+    "tests/api/test_tuned.py",
     # run TensorFlow at run time (a pipediag subprocess or a fixture pipeline), not at import:
     "tests/test_cli_container.py",
     "tests/test_cli_errors.py",

@@ -3,7 +3,7 @@
 from pipediag.analysis.gpu import Gpm, GpuWindow
 from pipediag.analysis.modes import ModeSummary
 from pipediag.analysis.waiting import CpuWhileWaiting
-from pipediag.modes.runner import ErrorInfo
+from pipediag.records.run import ErrorInfo
 
 GiB = 2**30
 
@@ -60,7 +60,7 @@ def oom_error():
 
 
 def environment(**overrides):
-    from pipediag.environment import Environment
+    from pipediag.records.environment import Environment
 
     values = dict(pipediag_version="0.1.0", python_version="3.11.7", platform="Linux x86_64", cpu_logical=2,
                   cpu_physical=1, memory_total_bytes=24 * GiB, tensorflow_version="2.21.0", tensorflow_cuda_build=False,
@@ -71,12 +71,12 @@ def environment(**overrides):
 
 def diagnosis(modes=None, verdict=None, fixes=(), tuning=(), tried=(), status="complete", notes=(), anatomy=None,
               ablation=None, stages=None):
-    from pipediag.builder.element import ElementInfo, Leaf
-    from pipediag.builder.stages import Stage
-    from pipediag.diagnosis import Diagnosis
-    from pipediag.modes.runner import ModeRun
-    from pipediag.samples.readings import CpuReading, Sample, SampleLog
-    from pipediag.steps.step import StepInfo
+    from pipediag.records.element import ElementInfo, Leaf
+    from pipediag.records.readings import CpuReading, Sample, SampleLog
+    from pipediag.records.run import ModeRun
+    from pipediag.records.stage import Stage
+    from pipediag.records.step import StepInfo
+    from pipediag.results.diagnose import Diagnosis
 
     modes = modes if modes is not None else {
         "synthetic": summary("synthetic", 200.0),
@@ -112,7 +112,7 @@ def diagnosis(modes=None, verdict=None, fixes=(), tuning=(), tried=(), status="c
 def anatomy_and_stages():
     """A measured-looking anatomy of the default pipeline: the map is slow (plain numbers)."""
     from pipediag.analysis.waterfall import StageTiming, build_anatomy
-    from pipediag.builder.stages import Stage
+    from pipediag.records.stage import Stage
 
     stages = (
         Stage(0, "TensorSliceDataset/_1", "TensorSliceDataset", "source", cardinality=64, bytes_per_element=26_000.0),

@@ -13,8 +13,12 @@ from rich.console import Console
 from pipediag import cli
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import oom_edge
-from pipediag.baseline_run import _point
-from pipediag.baseline import (
+from pipediag.api.baseline import _point, measure_sizes
+from pipediag.errors import UsageError
+from pipediag.records.run import ErrorInfo, ModeRun
+from pipediag.report.html.pages import render_page
+from pipediag.report.terminal.baseline import render_profile
+from pipediag.results.baseline import (
     INTERRUPTED,
     OK,
     OUT_OF_MEMORY,
@@ -22,12 +26,7 @@ from pipediag.baseline import (
     BaselinePoint,
     BaselineProfile,
     compare_profiles,
-    measure_sizes,
 )
-from pipediag.errors import UsageError
-from pipediag.modes.runner import ErrorInfo, ModeRun
-from pipediag.report.baseline import render_profile
-from pipediag.report.html_pages import render_page
 from tests.summaries import environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

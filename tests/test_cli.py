@@ -49,7 +49,7 @@ def test_output_path_that_is_a_folder_is_refused_before_running(fixture_spec, tm
 
 
 def test_report_rerenders_a_saved_run_as_html_and_csv(tmp_path):
-    from pipediag.diagnosis import write_json
+    from pipediag.records.files import write_json
     from tests.summaries import diagnosis
 
     saved, page, samples = tmp_path / "run.json", tmp_path / "run.html", tmp_path / "s.csv"

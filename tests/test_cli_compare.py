@@ -39,7 +39,7 @@ def test_arg_a_and_arg_b_compare_two_settings_of_one_builder(fixture_spec, tmp_p
     assert result.returncode == 0, result.stderr
     # Whether B is called faster rests on real rounds: beside other sessions' TensorFlow on 2 cores
     # the 4x gain once was not FASTER (issue 15 item 7). The decision is tested on a fake clock
-    # (tests/modes/test_interleave.py); here, that the verdict is carried the same way everywhere
+    # (tests/modes/test_compare.py); here, that the verdict is carried the same way everywhere
     # and never points the wrong way.
     data = json.loads(out.read_text())
     main = data["comparison"]

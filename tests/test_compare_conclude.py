@@ -2,15 +2,16 @@
 
 from dataclasses import replace
 
-from pipediag.compare_api import conclude
-from pipediag.comparison import SideInfo
-from pipediag.modes.interleave import ComparePlan, Side, run_rounds
-from pipediag.modes.runner import StopRule, run_mode
-from pipediag.samples.readings import SampleLog
-from pipediag.steps.step import StepInfo
-from pipediag.verdict.comparison import SLOWER, is_clear
+from pipediag.api.compare import conclude
+from pipediag.modes.compare import ComparePlan, Side, run_rounds
+from pipediag.modes.runner import run_mode
+from pipediag.records.readings import SampleLog
+from pipediag.records.run import StopRule
+from pipediag.records.step import StepInfo
+from pipediag.results.compare import SideInfo
+from pipediag.verdict.compare import SLOWER, is_clear
 from tests.comparisons import STAGES_B, side_info
-from tests.modes.test_interleave import FakeClock, feed, stepper
+from tests.modes.test_compare import FakeClock, feed, stepper
 from tests.summaries import diagnosis, environment
 
 

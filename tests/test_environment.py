@@ -1,12 +1,19 @@
 """The environment's GPU facts against the scripted NVML (no TensorFlow needed)."""
 
+import json
+import os
 import re
+import subprocess
+import sys
 
+import pytest
 from rich.console import Console
 
 from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
-from pipediag.environment import Environment, collect
-from pipediag.report.environment import render_environment
+from pipediag.records.environment import Environment, capability_allows, driver_against_build, memory_growth_text
+from pipediag.report.terminal.env import render_environment
+from pipediag.samples.environment import collect, with_warnings
+from tests.summaries import environment as make_environment
 
 
 def text(renderable):
@@ -36,21 +43,6 @@ def test_a_jax_or_torch_step_drops_the_tensorflow_sees_no_gpu_warning():
 
 
 # -- pipediag env, deep (issue 19 item 2) ---------------------------------------------------------
-import json
-import os
-import subprocess
-import sys
-
-import pytest
-
-from pipediag.environment import (
-    ContainerLimits,
-    capability_allows,
-    driver_against_build,
-    memory_growth_text,
-    with_warnings,
-)
-from tests.summaries import environment as make_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -9,9 +9,9 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from pipediag import api  # noqa: E402
+from pipediag.api import diagnose as api  # noqa: E402
 from pipediag.backends.fake_nvml import FakeGpu, FakeNvml  # noqa: E402
-from pipediag.modes.runner import StopRule  # noqa: E402
+from pipediag.records.run import StopRule  # noqa: E402
 
 RULE = StopRule(max_seconds=1.0, min_seconds=0.5, min_steps=5, warmup_steps=2)
 

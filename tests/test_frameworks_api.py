@@ -13,8 +13,9 @@ pytest.importorskip("torch", reason="PyTorch is in the test extra: pip install -
 
 import pipediag  # noqa: E402
 from pipediag import stats  # noqa: E402
-from pipediag.modes.runner import StopRule  # noqa: E402
-from pipediag.sweep import OK, OUT_OF_MEMORY, SKIPPED, sweep  # noqa: E402
+from pipediag.api.sweep import sweep
+from pipediag.records.run import StopRule  # noqa: E402
+from pipediag.results.sweep import OK, OUT_OF_MEMORY, SKIPPED  # noqa: E402
 from tests.fixtures import frameworks as F  # noqa: E402
 
 pytestmark = pytest.mark.slow

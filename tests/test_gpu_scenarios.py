@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("tensorflow")
 pytest.importorskip("jax", reason="JAX is in the test extra: pip install -e '.[test]'")
 
-from pipediag.steps.oom import is_out_of_memory  # noqa: E402
+from pipediag.oom import is_out_of_memory  # noqa: E402
 from pipediag.steps.user_step import user_step  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -81,7 +81,7 @@ def test_torch_scenario_trains_on_its_py_function_pipeline_and_the_expert_form_m
 
 def test_tiny_step_pipeline_is_in_memory_so_no_cache_is_planned():
     from pipediag.builder.graph import PipelineGraph
-    from pipediag.modes.cache_rules import cache_point
+    from pipediag.tuner.cache_rules import cache_point
 
     module = load("tiny_step")
     stages = PipelineGraph.from_dataset(module.make_dataset()).stages()

@@ -7,10 +7,10 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from pipediag import api  # noqa: E402
+from pipediag.api import diagnose as api  # noqa: E402
 from pipediag.backends.fake_nvml import FakeGpu, FakeNvml  # noqa: E402
-from pipediag.diagnosis import Diagnosis  # noqa: E402
-from pipediag.modes.runner import StopRule  # noqa: E402
+from pipediag.records.run import StopRule  # noqa: E402
+from pipediag.results.diagnose import Diagnosis  # noqa: E402
 
 pytestmark = pytest.mark.slow
 RULE = StopRule(max_seconds=1.0, min_seconds=0.5, min_steps=5, warmup_steps=2)
@@ -34,7 +34,7 @@ def test_the_chosen_gpus_are_read_and_reported_each():
     assert back.modes["synthetic"].gpus == synthetic.gpus
     from rich.console import Console
 
-    from pipediag.report.terminal import render_diagnosis
+    from pipediag.report.terminal.diagnose import render_diagnosis
 
     console = Console(width=140, record=True, color_system=None)
     console.print(render_diagnosis(d))

@@ -1,5 +1,3 @@
-"""Numbers from the raw timings and samples: rates, percentiles, utilisation, correlations.
-
-Pure: plain dataclasses in, plain dataclasses out. No TensorFlow, no NVML, no judgement — the
-verdict decides what the numbers mean.
+"""Pure numbers from timings and samples (rates, intervals, utilisation, capacity): records in, plain dataclasses out,
+no TensorFlow, no NVML, no judgement.
 """

@@ -111,7 +111,10 @@ class Ablation:
     def from_dict(cls, d: dict[str, Any]) -> Ablation:
         base = d.get("baseline") or {}
         together = d.get("together") or {}
-        tup = (lambda v: None if v is None else tuple(v))
+
+        def tup(v):
+            return None if v is None else tuple(v)
+
         return cls(
             measure=d.get("measure", "fed_step"),
             baseline_batches_per_sec=base.get("batches_per_sec"),

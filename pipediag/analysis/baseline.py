@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from pipediag import stats
-from pipediag.analysis.comparison import unpaired_ratio
+from pipediag.analysis.compare import unpaired_ratio
 
 OK, OUT_OF_MEMORY = "ok", "out_of_memory"
 CHUNKS = 10

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 
 # A smaller buffer the fix proposes takes at most this share of the RAM budget: the rest is for
 # TensorFlow itself, the model, the prefetch buffers and the batches in flight.

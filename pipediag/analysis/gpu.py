@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pipediag.samples.readings import GpuReading, Sample, SampleLog
+from pipediag.records.readings import GpuReading, Sample, SampleLog
 from pipediag.samples.selection import SOURCE_ALL, SOURCE_PROCESS
 from pipediag.stats import batch_means_ci
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipediag import stats
-from pipediag.modes.runner import ModeRun
+from pipediag.records.run import ModeRun
 
 NS_PER_MS = 1e6
 

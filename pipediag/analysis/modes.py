@@ -8,9 +8,9 @@ from typing import Any
 from pipediag import stats
 from pipediag.analysis.gpu import GpuWindow, PeakMemory, gpu_windows, peak_memory
 from pipediag.analysis.waiting import CpuWhileWaiting, cpu_while_waiting
-from pipediag.modes.runner import ErrorInfo, ModeRun
-from pipediag.samples.container import Throttling, throttling
-from pipediag.samples.readings import Sample, SampleLog
+from pipediag.records.container import Throttling, throttling
+from pipediag.records.readings import Sample, SampleLog
+from pipediag.records.run import ErrorInfo, ModeRun
 
 NS_PER_MS = 1e6
 

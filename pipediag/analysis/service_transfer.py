@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-
 BUSY_FRAC = 0.85  # busy this share of its cores (a worker) or of one core (the client): saturated, as for a host
 SPARE_FRAC = 0.7  # below this share, idle at least 30% of the time: clearly not the limit
 

@@ -5,7 +5,7 @@ clocks, heat), with bursts when a neighbour wakes up. Here the machine's log spe
 process over segments, plus an optional steady trend, bursts, and per-segment noise (normal or
 heavy-tailed). Rounds are laid out as the real runner lays them out (two fed segments, then two
 input-only ones, order alternating AB, BA), and fed into the same `Sequential` object the runner
-uses. Used by tests/analysis/test_comparison.py and benchmarks/compare_stats.py; shipped in the
+uses. Used by tests/analysis/test_compare.py and benchmarks/compare_stats.py; shipped in the
 package like the scripted NVML, so users can check the method too.
 """
 
@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from pipediag.analysis.comparison import LookPlan, RatioInterval, Sequential, round_order
+from pipediag.analysis.compare import LookPlan, RatioInterval, Sequential, round_order
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pipediag.samples.container import Throttling, throttling
-from pipediag.samples.readings import Sample, SampleLog
+from pipediag.records.container import Throttling, throttling
+from pipediag.records.readings import Sample, SampleLog
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 
 PROCESSING_MODES = ("parallel_epochs", "distributed_epoch")
 SPLITTABLE_SOURCES = {"TensorSliceDataset", "RangeDataset", "TFRecordDataset", "TFRecordDatasetV2",

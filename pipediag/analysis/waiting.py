@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipediag.modes.runner import ModeRun
-from pipediag.samples.readings import Sample
+from pipediag.records.readings import Sample
+from pipediag.records.run import ModeRun
 
 
 @dataclass(frozen=True)

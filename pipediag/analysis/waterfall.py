@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from pipediag import stats
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 
 MIN_SHARE = 0.25  # the slow stage adds at least a quarter of the time per batch
 CLOSE_RUNNER_UP = 0.75  # a second stage adding >= 75% as much is named in a note

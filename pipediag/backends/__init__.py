@@ -1,7 +1,7 @@
-"""The only places where heavy or optional third-party libraries are imported.
+"""The only modules that import heavy or optional libraries: TensorFlow and Keras (`tf`), pynvml (`nvml`, and the
+scripted `fake_nvml`), tfds, and the device-memory cap.
 
-`tf` imports TensorFlow (and Keras), `nvml` imports pynvml. Everything else in pipediag gets them
-from here, so the analysis, verdict, fixes and report code never pulls them in. JAX and PyTorch
-are never imported by pipediag: the modules that use them (`steps.sync`, `steps.device_memory`,
-`backends.memory_limit`) reach them through `sys.modules`, once the user's code has imported them.
+JAX and PyTorch are never imported by pipediag: the modules that use them (`steps.sync`,
+`steps.device_memory`, `backends.memory_limit`) reach them through `sys.modules`, once the user's
+code has imported them.
 """

@@ -33,9 +33,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Union
 
-Script = Union[float, int, Sequence[float], Callable[[float], float], None]
+Script = float | int | Sequence[float] | Callable[[float], float] | None
 
 NVML_SUCCESS = 0
 NVML_ERROR_NOT_SUPPORTED = 3
@@ -188,7 +187,7 @@ class FakeNvml:
     NVML_GPM_METRIC_FP16_UTIL = NVML_GPM_METRIC_FP16_UTIL
     NVML_GPM_METRIC_PCIE_TX_PER_SEC = NVML_GPM_METRIC_PCIE_TX_PER_SEC
     NVML_GPM_METRIC_PCIE_RX_PER_SEC = NVML_GPM_METRIC_PCIE_RX_PER_SEC
-    c_nvmlGpmMetricsGet_t = c_nvmlGpmMetricsGet_t
+    c_nvmlGpmMetricsGet_t = c_nvmlGpmMetricsGet_t  # noqa: N815 (pynvml's own name)
 
     def __init__(
         self,

@@ -18,33 +18,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import MutableMapping
-from dataclasses import asdict, dataclass, field
-from typing import Any
+
+from pipediag.records.memory import MemoryLimit
 
 JAX_FRACTION_VAR = "XLA_PYTHON_CLIENT_MEM_FRACTION"
-
-
-@dataclass
-class MemoryLimit:
-    limit_bytes: int
-    total_bytes: int
-    applied: list[str] = field(default_factory=list)  # what was set, framework by framework
-    not_applied: list[str] = field(default_factory=list)  # where it could not be, and why
-
-    @property
-    def fraction(self) -> float:
-        return self.limit_bytes / self.total_bytes
-
-    @property
-    def text(self) -> str:
-        return f"a {self.limit_bytes / 2**20:.0f} MiB card simulated on {self.total_bytes / 2**30:.1f} GiB"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "fraction": self.fraction}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> MemoryLimit:
-        return cls(d["limit_bytes"], d["total_bytes"], list(d.get("applied", [])), list(d.get("not_applied", [])))
 
 
 def jax_backend_started() -> bool:

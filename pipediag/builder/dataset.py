@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipediag.backends.tf import tf
-from pipediag.builder.element import ElementInfo, Leaf
 from pipediag.builder.graph import PipelineGraph
 from pipediag.errors import UsageError, UserCodeError
+from pipediag.records.element import ElementInfo, Leaf
 
 INFINITE = "infinite"
 UNKNOWN = "unknown"

@@ -17,8 +17,8 @@ from pipediag.backends.tf import tf
 from pipediag.builder.functions import generator_names
 from pipediag.builder.graph_ops import PY_OPS, RANDOM_OPS, WRITE_OPS, WRITE_PREFIXES, as_int, is_random_op
 from pipediag.builder.graph_ops import has_shuffle_after as has_shuffle_after
-from pipediag.builder.stages import FILE_READER_OPS, STAGE_KIND_BY_OP, Stage, function_label
 from pipediag.errors import PipediagError
+from pipediag.records.stage import FILE_READER_OPS, STAGE_KIND_BY_OP, Stage, function_label
 
 _EXTERNAL_STATE_IGNORE = 1  # serialize stateful ops as they are; we rebuild in this same process
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 
 # The ops that make a function random (stateful random number generation).
 RANDOM_OPS = {

@@ -15,10 +15,10 @@ from typing import Any
 from pipediag.backends.tf import tf
 from pipediag.builder import target as targets
 from pipediag.builder.dataset import cardinality, describe, has_batching, require_dataset, take_first_batch
-from pipediag.builder.element import ElementInfo
 from pipediag.builder.graph import GraphError, PipelineGraph
-from pipediag.builder.stages import Stage
 from pipediag.errors import UsageError
+from pipediag.records.element import ElementInfo
+from pipediag.records.stage import Stage
 
 
 @dataclass
@@ -95,7 +95,7 @@ def prepare_dataset(
     if guard is None:
         first = take_first_batch(dataset, clock_ns)
     else:
-        from pipediag.modes.watchdog import Stalled
+        from pipediag.records.stall import Stalled
 
         try:
             first = guard(lambda: take_first_batch(dataset, clock_ns), f"taking {who}'s first batch")

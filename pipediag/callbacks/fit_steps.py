@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipediag.modes.runner import ModeRun
+from pipediag.records.run import ModeRun
 
 
 @dataclass

@@ -46,10 +46,10 @@ from pipediag.analysis.modes import summarize, within_limit
 from pipediag.analysis.waiting import cpu_during
 from pipediag.backends.tf import keras, tf
 from pipediag.callbacks.fit_steps import FitSteps
-from pipediag.diagnosis import Diagnosis
+from pipediag.records.step import StepInfo
+from pipediag.results.diagnose import Diagnosis
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.sampler import DEFAULT_HZ, Sampler
-from pipediag.steps.step import StepInfo
 
 
 def unsupported_reason(model: Any) -> str | None:
@@ -127,7 +127,7 @@ class InputMonitor(keras.callbacks.Callback):
     # Keras hooks ---------------------------------------------------------------------------
 
     def on_train_begin(self, logs=None) -> None:
-        from pipediag.environment import collect
+        from pipediag.samples.environment import collect
 
         keras_train_function = _unwrapped(getattr(self.model, "train_function", None))
         if self._active:  # the last fit raised and result() was never asked for: clean up quietly
@@ -212,7 +212,7 @@ class InputMonitor(keras.callbacks.Callback):
         if self.verbose:
             from rich.console import Console
 
-            from pipediag.report.terminal import render_diagnosis
+            from pipediag.report.terminal.diagnose import render_diagnosis
 
             Console().print(render_diagnosis(self.diagnosis))
 
@@ -280,14 +280,14 @@ class InputMonitor(keras.callbacks.Callback):
         )
 
     def _write_outputs(self) -> None:
-        from pipediag.diagnosis import write_json, write_text
+        from pipediag.records.files import write_json, write_text
 
         paths = self.outputs
         if paths["json"]:
             write_json(self.diagnosis.to_dict(), paths["json"])
             self.written.append(paths["json"])
         if paths["html"]:
-            from pipediag.report.html import render_html
+            from pipediag.report.html.diagnose import render_html
 
             write_text(render_html(self.diagnosis), paths["html"])
             self.written.append(paths["html"])

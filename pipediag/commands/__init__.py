@@ -1,4 +1,3 @@
-"""One module per `pipediag` subcommand. Each has `register(subparsers)` and `run(args, out, err)`.
-
-The CLI lists them in `COMMANDS`; a new subcommand is a new module plus one line there.
+"""One module per `pipediag` subcommand (listed in `cli.COMMANDS`), each with `register(subparsers)` and `run(args,
+out, err)`; `common` holds what they share.
 """

@@ -34,7 +34,7 @@ def parse_sizes(text: str) -> tuple[int, ...]:
 
 
 def register(sub) -> None:
-    from pipediag.baseline import CPU_DEFAULTS, GPU_DEFAULTS, MODELS
+    from pipediag.api.baseline import CPU_DEFAULTS, GPU_DEFAULTS, MODELS
 
     b = sub.add_parser(
         "baseline", help="profile this machine: a reference model at several batch sizes (throughput, p50/p90, "
@@ -63,8 +63,8 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag.baseline_run import run_baseline
-    from pipediag.report.baseline import render_profile
+    from pipediag.api.baseline import run_baseline
+    from pipediag.report.terminal.baseline import render_profile
 
     check_outputs(args)
     limit = None
@@ -81,10 +81,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def compare_profiles_command(args: argparse.Namespace, out: Console, err: Console) -> int:
     """`pipediag compare --baseline A.json B.json`, both files profiles from `pipediag baseline`."""
-    from pipediag.baseline import BaselineProfile, compare_profiles, is_baseline
     from pipediag.commands.common import EXIT_OK, EXIT_SLOWER
-    from pipediag.diagnosis import load_json
-    from pipediag.report.baseline import render_profile_comparison
+    from pipediag.records.files import load_json
+    from pipediag.report.terminal.baseline import render_profile_comparison
+    from pipediag.results.baseline import BaselineProfile, compare_profiles, is_baseline
 
     if len(args.specs) != 1:
         raise UsageError("with a baseline profile, give exactly one other profile to compare with it",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
+from dataclasses import replace
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -130,10 +132,10 @@ def write_outputs(result, args: argparse.Namespace) -> list[str]:
 
 
 def _write_each(result, args: argparse.Namespace) -> tuple[list[str], list[OutputError]]:
-    from pipediag.diagnosis import write_json, write_text
+    from pipediag.records.files import write_json, write_text
 
     def page() -> str:
-        from pipediag.report.html_pages import render_page
+        from pipediag.report.html.pages import render_page
 
         return render_page(result)
 
@@ -218,3 +220,50 @@ class RichProgress:
             self._finish_all()
             self.tasks[name] = self.bars.add_task(f"{name} mode", total=cap_s, steps="0 steps")
         self.bars.update(self.tasks[name], completed=min(elapsed_s, cap_s), steps=f"{steps} steps")
+
+
+def scale_command(args: argparse.Namespace) -> str:
+    """The `pipediag scale` command line for the target and step options of a diagnose run."""
+    parts = ["pipediag", "scale"]
+    parts.append("--demo" if getattr(args, "demo", False) else args.target)
+    if getattr(args, "data_dir", None):
+        parts += ["--data-dir", args.data_dir]
+    if getattr(args, "split", None):
+        parts += ["--split", args.split]
+    if args.model:
+        parts += ["--model", args.model]
+    if args.step:
+        parts += ["--step", args.step]
+    if args.batch_size:
+        parts += ["--batch-size", str(args.batch_size)]
+    for arg in args.arg:
+        parts += ["--arg", arg]
+    if args.batched:
+        parts.append("--batched")
+    if args.batch_format != "tf":
+        parts += ["--batch-format", args.batch_format]
+    if getattr(args, "gpus", None):
+        parts += ["--gpus", args.gpus]
+    parts += ["--workers", "1,2,4", "--accelerators", "1,8"]
+    return shlex.join(parts)
+
+
+# The fixes whose code tells the user to measure tf.data service first, on the line the fix
+# catalog starts with this text: the library does not know the command line it was started
+# with, so the CLI writes the user's own there (a library caller keeps the catalog's example).
+QUOTES_SCALE_COMMAND = ("tf_data_service", "cpu_quota")
+SCALE_LINE = "#   pipediag scale "
+
+
+def quote_scale_command(diagnosis, command: str):
+    """The diagnosis with its tf.data service and CPU quota fixes quoting `command`."""
+    def quoted(fix):
+        if fix.kind not in QUOTES_SCALE_COMMAND:
+            return fix
+        lines = [f"#   {command}" if line.startswith(SCALE_LINE) else line for line in fix.code.split("\n")]
+        return replace(fix, code="\n".join(lines))
+
+    fixes = tuple(quoted(f) for f in diagnosis.fixes)
+    if all(new is old for new, old in zip(fixes, diagnosis.fixes)):
+        return diagnosis
+    return replace(diagnosis, fixes=fixes)

@@ -109,9 +109,9 @@ class RoundsProgress:
 def _is_profile(path: str) -> bool:
     """Is --baseline a machine profile? A file that cannot be read is left to the saved-run path,
     which says what is wrong with it."""
-    from pipediag.baseline import is_baseline
-    from pipediag.diagnosis import load_json
     from pipediag.errors import UsageError
+    from pipediag.records.files import load_json
+    from pipediag.results.baseline import is_baseline
 
     try:
         return is_baseline(load_json(path))
@@ -130,11 +130,11 @@ def _label(spec: str, args_list: list[str]) -> str:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag.analysis.comparison import LookPlan
+    from pipediag.analysis.compare import LookPlan
+    from pipediag.api.compare import compare
     from pipediag.builder import target as targets
-    from pipediag.compare_api import compare
-    from pipediag.modes.interleave import ComparePlan
-    from pipediag.report.comparison import render_comparison
+    from pipediag.modes.compare import ComparePlan
+    from pipediag.report.terminal.compare import render_comparison
 
     specs = args.specs
     if args.baseline and _is_profile(args.baseline):

@@ -84,12 +84,11 @@ def check_dataset_arguments(args: argparse.Namespace, command: str) -> None:
 
 def load_dataset(args: argparse.Namespace) -> tuple[Any, str]:
     """The dataset builder and its label, from checked dataset arguments."""
-    from pipediag.builder import target as targets
-    from pipediag.builder import tfds_target
-
     # Import TensorFlow through pipediag before the user's file does, so its start-up log lines
     # are filtered (seen on the H200: a builder file importing TF first let them through).
     import pipediag.backends.tf  # noqa: F401
+    from pipediag.builder import target as targets
+    from pipediag.builder import tfds_target
     if args.demo:
         from pipediag import demo
 
@@ -121,9 +120,9 @@ def checked_target(args: argparse.Namespace, command: str) -> tuple[Any, RunOpti
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag import api
-    from pipediag.commands.scale import quote_scale_command, scale_command
-    from pipediag.report.terminal import render_diagnosis
+    from pipediag.api import diagnose as api
+    from pipediag.commands.common import quote_scale_command, scale_command
+    from pipediag.report.terminal.diagnose import render_diagnosis
 
     builder, options = checked_target(args, "diagnose")
     asked = dict(ram_budget_bytes=args.ram_budget_mb * 2**20 if args.ram_budget_mb else None, thorough=args.thorough)

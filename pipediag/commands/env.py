@@ -18,9 +18,9 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag.diagnosis import write_json
-    from pipediag.environment import collect
-    from pipediag.report.environment import render_environment
+    from pipediag.records.files import write_json
+    from pipediag.report.terminal.env import render_environment
+    from pipediag.samples.environment import collect
 
     env = collect(deep=True)
     out.print(render_environment(env))

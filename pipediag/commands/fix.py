@@ -74,7 +74,7 @@ def _snippets(diagnosis) -> dict:
 
 
 def _snapshot_changes(diagnosis, folder: str | None) -> list:
-    from pipediag.modes.changes import Change
+    from pipediag.records.change import Change
 
     if not folder:
         return []
@@ -88,14 +88,15 @@ def _ratio(value, ci) -> str:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag.analysis.comparison import LookPlan
+    from pipediag.analysis.compare import LookPlan
     from pipediag.builder import target as targets
     from pipediag.builder.prepare import prepare_dataset
-    from pipediag.diagnosis import read_json, write_text
-    from pipediag.modes.interleave import ComparePlan
+    from pipediag.modes.compare import ComparePlan
     from pipediag.patch.prove import prove
-    from pipediag.patch.selection import require_same_graph, select_gains
     from pipediag.patch.source import patch_source
+    from pipediag.records.files import write_text
+    from pipediag.results.diagnose import read_json
+    from pipediag.tuner.selection import require_same_graph, select_gains
 
     diagnosis = read_json(args.run)
     selection = select_gains(diagnosis, gains_only=not args.all_applied)
@@ -113,7 +114,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     changes = list(selection.gains) + _snapshot_changes(diagnosis, args.snapshot_dir)
     patch = patch_source(source, function, changes, path=os.path.relpath(path), snippets=_snippets(diagnosis),
                          snapshot_path=args.snapshot_dir)
-    say = (lambda text: out.print(text, markup=False, highlight=False, soft_wrap=True))
+
+    def say(text: str) -> None:
+        out.print(text, markup=False, highlight=False, soft_wrap=True)
+
     if not changes:
         say(f"nothing to patch: the diagnosis measured no change as a gain ({len(selection.left_out)} left out)")
     if patch.changed:

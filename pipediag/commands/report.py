@@ -19,19 +19,22 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag.comparison import Comparison, is_comparison
-    from pipediag.diagnosis import Diagnosis, load_json
-    from pipediag.report.comparison import render_comparison
-    from pipediag.report.scale import render_scale
-    from pipediag.report.sweep import render_sweep
-    from pipediag.report.terminal import render_diagnosis
-    from pipediag.scaling import KIND as SCALE, ScaleResult
-    from pipediag.sweep import KIND as SWEEP, Sweep
+    from pipediag.records.files import load_json
+    from pipediag.report.terminal.compare import render_comparison
+    from pipediag.report.terminal.diagnose import render_diagnosis
+    from pipediag.report.terminal.scale import render_scale
+    from pipediag.report.terminal.sweep import render_sweep
+    from pipediag.results.compare import Comparison, is_comparison
+    from pipediag.results.diagnose import Diagnosis
+    from pipediag.results.scale import KIND as SCALE
+    from pipediag.results.scale import ScaleResult
+    from pipediag.results.sweep import KIND as SWEEP
+    from pipediag.results.sweep import Sweep
 
     check_outputs(args)
     data = load_json(args.file)
-    from pipediag.baseline import BaselineProfile, is_baseline
-    from pipediag.report.baseline import render_profile
+    from pipediag.report.terminal.baseline import render_profile
+    from pipediag.results.baseline import BaselineProfile, is_baseline
 
     if is_baseline(data):
         result, render = BaselineProfile.from_dict(data), render_profile

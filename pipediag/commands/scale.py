@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 from dataclasses import replace
 
 from rich.console import Console
@@ -17,7 +16,10 @@ from pipediag.commands.common import (
     with_progress,
 )
 from pipediag.commands.diagnose import (
-    add_dataset_arguments, add_gpus_argument, add_target_arguments, checked_target,
+    add_dataset_arguments,
+    add_gpus_argument,
+    add_target_arguments,
+    checked_target,
 )
 
 
@@ -59,56 +61,9 @@ def register(sub) -> None:
     add_output_arguments(s, json=False, samples_csv=False)
 
 
-def scale_command(args: argparse.Namespace) -> str:
-    """The `pipediag scale` command line for the target and step options of a diagnose run."""
-    parts = ["pipediag", "scale"]
-    parts.append("--demo" if getattr(args, "demo", False) else args.target)
-    if getattr(args, "data_dir", None):
-        parts += ["--data-dir", args.data_dir]
-    if getattr(args, "split", None):
-        parts += ["--split", args.split]
-    if args.model:
-        parts += ["--model", args.model]
-    if args.step:
-        parts += ["--step", args.step]
-    if args.batch_size:
-        parts += ["--batch-size", str(args.batch_size)]
-    for arg in args.arg:
-        parts += ["--arg", arg]
-    if args.batched:
-        parts.append("--batched")
-    if args.batch_format != "tf":
-        parts += ["--batch-format", args.batch_format]
-    if getattr(args, "gpus", None):
-        parts += ["--gpus", args.gpus]
-    parts += ["--workers", "1,2,4", "--accelerators", "1,8"]
-    return shlex.join(parts)
-
-
-# The fixes whose code tells the user to measure tf.data service first, on the line the fix
-# catalog starts with this text: the library does not know the command line it was started
-# with, so the CLI writes the user's own there (a library caller keeps the catalog's example).
-QUOTES_SCALE_COMMAND = ("tf_data_service", "cpu_quota")
-SCALE_LINE = "#   pipediag scale "
-
-
-def quote_scale_command(diagnosis, command: str):
-    """The diagnosis with its tf.data service and CPU quota fixes quoting `command`."""
-    def quoted(fix):
-        if fix.kind not in QUOTES_SCALE_COMMAND:
-            return fix
-        lines = [f"#   {command}" if line.startswith(SCALE_LINE) else line for line in fix.code.split("\n")]
-        return replace(fix, code="\n".join(lines))
-
-    fixes = tuple(quoted(f) for f in diagnosis.fixes)
-    if all(new is old for new, old in zip(fixes, diagnosis.fixes)):
-        return diagnosis
-    return replace(diagnosis, fixes=fixes)
-
-
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag import scale as scaling
-    from pipediag.report.scale import render_scale
+    from pipediag.api import scale as scaling
+    from pipediag.report.terminal.scale import render_scale
 
     builder, options = checked_target(args, "scale")
     asked = dict(

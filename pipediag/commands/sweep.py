@@ -35,7 +35,8 @@ def register(sub) -> None:
 def _memory_limit(megabytes: int, nvml_lib=None):
     """Before anything else: JAX reads its fraction when its backend starts, which loading the
     user's step may do; TensorFlow's logical devices must be set before it initialises its GPUs."""
-    from pipediag.backends.memory_limit import MemoryLimit, before_user_code
+    from pipediag.backends.memory_limit import before_user_code
+    from pipediag.records.memory import MemoryLimit
     from pipediag.samples.gpu import GpuReader
 
     reader = GpuReader(nvml_lib).open()
@@ -54,10 +55,10 @@ def _memory_limit(megabytes: int, nvml_lib=None):
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from pipediag.api.sweep import parse_batch_sizes, sweep
     from pipediag.builder import target as targets
     from pipediag.commands.common import options_from_args
-    from pipediag.report.sweep import render_sweep
-    from pipediag.sweep import parse_batch_sizes, sweep
+    from pipediag.report.terminal.sweep import render_sweep
 
     sizes = parse_batch_sizes(args.batch_sizes)
     check_outputs(args)

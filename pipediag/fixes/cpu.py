@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipediag.analysis.modes import ModeSummary
-from pipediag.samples.container import cores_text
+from pipediag.records.container import cores_text
 
 
 def busy_text(cpu) -> str:

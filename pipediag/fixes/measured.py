@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pipediag.analysis.ablation import Ablation, ChangeEffect, classify
 from pipediag.analysis.modes import ModeSummary, Ratio, rate_ratio
-from pipediag.modes.changes import Change
+from pipediag.records.change import Change
 from pipediag.verdict.rules import Verdict
 
 if TYPE_CHECKING:

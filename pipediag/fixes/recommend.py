@@ -30,18 +30,21 @@ from typing import Any
 from pipediag.analysis.ablation import MIN_GAIN, Ablation
 from pipediag.analysis.buffers import SUGGESTED_BUFFER_SHARE, BufferEstimate, shuffle_buffers
 from pipediag.analysis.modes import ModeSummary, input_side_cpu
-from pipediag.builder.stages import Stage
 from pipediag.fixes import catalog
 from pipediag.fixes.cpu import busy_text, cores_needed
 from pipediag.fixes.measured import Measured, alone_basis, interval_text, measure_changes, under_contention
-from pipediag.modes.changes import Change
-from pipediag.samples.container import ContainerLimits
+from pipediag.records.change import Change
+from pipediag.records.container import ContainerLimits
 from pipediag.records.kinds import FixKind
-from pipediag.samples.container import ContainerLimits, cores_text
+from pipediag.records.stage import Stage
 from pipediag.verdict.container import throttled
 from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
 from pipediag.verdict.rules import (
-    GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, MEMORY_SOURCE_BUFFERS, Verdict, classify_cpu,
+    GPU_LIMIT_MEMORY_BANDWIDTH,
+    GPU_LIMIT_SMALL_KERNELS,
+    MEMORY_SOURCE_BUFFERS,
+    Verdict,
+    classify_cpu,
 )
 from pipediag.verdict.thresholds import INPUT_WAIT_HIGH
 

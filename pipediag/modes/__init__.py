@@ -1,1 +1,3 @@
-"""The modes pipediag runs: synthetic, pipeline, input_only and tuned (see `plan`)."""
+"""Running the modes (synthetic, pipeline, input_only, tuned): the runner, feeds, warm-up, watchdog, handover,
+waterfall, compare rounds, scale's service feed and distributed feeds.
+"""

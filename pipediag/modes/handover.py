@@ -18,7 +18,8 @@ from typing import Any
 from pipediag.analysis.handover import Handover, handover_from_run
 from pipediag.backends.tf import tf
 from pipediag.modes.feeds import BatchFeed, DlpackTensor
-from pipediag.modes.runner import StopRule, run_mode
+from pipediag.modes.runner import run_mode
+from pipediag.records.run import StopRule
 
 MAX_SECONDS = 3.0  # a hand-over is sub-millisecond to a few ms: its mean settles well within this
 MIN_SECONDS = 1.0

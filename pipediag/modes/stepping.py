@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipediag.errors import UserCodeError
-from pipediag.modes.watchdog import Stalled, Watchdog
-from pipediag.steps.oom import is_out_of_memory
+from pipediag.modes.watchdog import Watchdog
+from pipediag.oom import is_out_of_memory
+from pipediag.records.stall import Stalled
 
 
 def batch_shape(batch: Any) -> Any:

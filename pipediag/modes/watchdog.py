@@ -24,8 +24,9 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from pipediag.records.stall import Stalled
 
 FLOOR_S = 60.0  # no default deadline is shorter: a slow remote read or a GC pause is not a stall
 SLOWEST_FACTOR = 10.0  # a call 10x slower than any before it, and over the floor, is stuck
@@ -33,55 +34,6 @@ FIRST_CALL_S = 300.0  # before anything returned: a first batch may fill a big s
 
 _workers: list[_Worker] = []  # every worker started in this process
 _lock = threading.Lock()
-
-
-class Stalled(Exception):
-    """A guarded call did not return within its deadline. `in_step`: it was inside the user's
-    step (set by the runner), not waiting for the pipeline."""
-
-    def __init__(self, what: str, waited_s: float, timeout_s: float):
-        super().__init__(what, waited_s, timeout_s)
-        self.what, self.waited_s, self.timeout_s = what, waited_s, timeout_s
-        self.in_step = False
-
-    def __str__(self) -> str:
-        return f"{self.what}: nothing for {self.waited_s:.1f} s (the stall timeout is {self.timeout_s:g} s)"
-
-
-@dataclass(frozen=True)
-class StallInfo:
-    """Where a run stalled, for the report: the mode, what it was doing, how long it waited, and
-    the stage that was working when it can be found (None, with `stage_reason`, when not)."""
-
-    mode: str
-    what: str
-    waited_s: float
-    timeout_s: float
-    steps: int = 0  # timed steps of the stalled mode before it stalled
-    stage: str | None = None
-    stage_reason: str | None = None
-
-    @property
-    def text(self) -> str:
-        where = f"; the stage that did not yield: {self.stage}" if self.stage else (
-            f"; the stage is not known: {self.stage_reason}" if self.stage_reason else "")
-        return (f"stalled in {self.what}: nothing for {self.waited_s:.1f} s (stall timeout {self.timeout_s:g} s)"
-                f"{where}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> StallInfo:
-        return cls(**d)
-
-
-class RunStalled(Exception):
-    """Ends a run (diagnose, compare, sweep, scale) after a stall; carries where it happened."""
-
-    def __init__(self, info: StallInfo):
-        super().__init__(info.text)
-        self.info = info
 
 
 class _Job:
@@ -118,7 +70,7 @@ class _Worker(threading.Thread):
             job = self._jobs.get()
             try:
                 job.result = job.fn()
-            except BaseException as error:  # handed to the caller, which re-raises it
+            except BaseException as error:  # noqa: BLE001 (handed to the caller, which re-raises it)
                 job.error = error
             finally:
                 self.busy = False

@@ -21,12 +21,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pipediag.analysis.waterfall import (
-    Anatomy, StageTiming, build_anatomy, elements_per_batch, is_stable, rate, timing_plan,
+    Anatomy,
+    StageTiming,
+    build_anatomy,
+    elements_per_batch,
+    is_stable,
+    rate,
+    timing_plan,
 )
 from pipediag.backends.tf import tf
 from pipediag.builder.dataset import INFINITE, cardinality
 from pipediag.builder.graph import GraphError, PipelineGraph
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 
 _SIZE_SAMPLES = 4
 _PREFETCH = 2  # each cut ends in a small buffer: the reading side is not in series with the stage
@@ -267,7 +273,7 @@ def locate_stall(graph: PipelineGraph, options, watchdog, deadline_s: float,
     more data than the window reads (the 10,000th element) is not found, and the reason says so.
     Each stalled probe leaves one more stuck thread; the command line ends the process anyway.
     """
-    from pipediag.modes.watchdog import Stalled
+    from pipediag.records.stall import Stalled
 
     for stage in graph.stages():
         try:

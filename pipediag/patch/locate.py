@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-
 READERS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
 
 

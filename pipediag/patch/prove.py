@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pipediag.builder.stages import Stage
-from pipediag.comparison import Comparison
 from pipediag.patch.source import THREADPOOL_DEFAULT, Edit, Patch
+from pipediag.records.stage import Stage
+from pipediag.results.compare import Comparison
 
 CACHE_FILL_LIMIT_S = 300.0
 
@@ -138,8 +138,8 @@ def prove(patch: Patch, original: Callable[..., Any] | Any, *, builder_kwargs: d
           compare_kwargs: dict[str, Any] | None = None) -> Proof:
     """Check the patched builder's stages, then (measure=True) compare it with `original`.
     compare_kwargs: model/step, plan, labels... as `pipediag.compare` takes them."""
+    from pipediag.api.compare import compare
     from pipediag.builder.prepare import prepare_dataset
-    from pipediag.compare_api import compare
 
     with patched_builder(patch) as builder:
         patched = prepare_dataset(builder, builder_kwargs or {}, batch_size, batched, 0, who="the patched dataset")

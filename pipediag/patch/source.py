@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from pipediag.modes.changes import Change
 from pipediag.patch.locate import READERS, Refused, Source, call_method, find_function, parse_label
+from pipediag.records.change import Change
 
 # The tuned mode's private thread pool for latency-bound reads (modes.tuning_rules).
 THREADPOOL_DEFAULT = 32

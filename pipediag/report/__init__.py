@@ -1,1 +1,3 @@
-"""Rendering a Diagnosis: rich renderables for the terminal, JSON for machines."""
+"""Rendering results: `terminal/` (rich renderables) and `html/` (pages and SVG charts), one module per result, and
+`samples_csv` for the raw samples.
+"""

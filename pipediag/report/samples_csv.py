@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 
-from pipediag.diagnosis import Diagnosis
+from pipediag.results.diagnose import Diagnosis
 
 BASE_COLUMNS = ("time_s", "time_ns", "mode", "phase", "cpu_pct", "process_cpu_pct", "iowait_pct", "rss_bytes",
                 "host_available_bytes", "host_total_bytes")

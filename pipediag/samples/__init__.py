@@ -1,2 +1,3 @@
-"""Background sampling of CPU (psutil) and GPU (NVML, and GPM on Hopper and newer) activity while
-the modes run."""
+"""Reading the machine while the modes run: CPU (psutil), GPU (NVML, GPM on Hopper and newer), container limits, and
+the environment a run saw.
+"""

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import psutil
 
-from pipediag.samples.readings import CpuReading
+from pipediag.records.readings import CpuReading
 
 _IDLE_FIELDS = ("idle", "iowait")
 # Linux counts guest time inside user time already; adding it again would count it twice.

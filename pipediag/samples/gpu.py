@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pipediag.backends import nvml
+from pipediag.records.readings import GpuDevice, GpuReading
 from pipediag.samples.gpm import GpmDevice
-from pipediag.samples.readings import GpuDevice, GpuReading
 from pipediag.samples.selection import GpuSelection
 
 _GPM_FIELDS = ("gpm_sm_active_pct", "gpm_sm_occupancy_pct", "gpm_tensor_active_pct", "gpm_dram_bw_pct",

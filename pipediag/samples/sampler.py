@@ -12,10 +12,11 @@ import threading
 import time
 from collections.abc import Callable
 
-from pipediag.samples.container import ContainerLimits, read_limits, read_throttle
+from pipediag.records.container import ContainerLimits
+from pipediag.records.readings import Sample, SampleLog
+from pipediag.samples.container import read_limits, read_throttle
 from pipediag.samples.cpu import CpuReader
 from pipediag.samples.gpu import GpuReader
-from pipediag.samples.readings import Sample, SampleLog
 
 DEFAULT_HZ = 10.0
 DEFAULT_MAX_SAMPLES = 36_000  # one hour at 10 Hz, a few MB

@@ -1,5 +1,3 @@
-"""tf.data service servers: starting, watching and stopping local dispatcher and worker processes.
-
-`cluster` runs in pipediag's own process and never imports TensorFlow; `server` is the program
-each server process runs (`python -m pipediag.service.server`).
+"""tf.data service servers: starting, watching and stopping local dispatchers and workers (`cluster`), and the program
+each one runs (`server`, `python -m pipediag.service.server`).
 """

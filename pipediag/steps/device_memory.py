@@ -17,29 +17,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from typing import Any
+
+from pipediag.records.memory import FrameworkMemory
 
 SCOPE_MODE = "mode"  # the peak was reached during this mode
 SCOPE_PROCESS = "process"  # the process's peak so far: an upper bound on this mode's
-
-
-@dataclass(frozen=True)
-class FrameworkMemory:
-    framework: str  # jax | torch | tensorflow
-    api: str  # the call the numbers come from
-    device: str
-    peak_bytes: int | None
-    in_use_bytes: int | None
-    limit_bytes: int | None  # what the framework may use on this device, when it says
-    scope: str  # mode | process
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> FrameworkMemory:
-        return cls(**d)
 
 
 class _Probe:

@@ -20,7 +20,8 @@ from typing import Any
 
 from pipediag.backends.tf import keras
 from pipediag.errors import UsageError
-from pipediag.steps.step import Observed, Step, StepInfo
+from pipediag.records.step import StepInfo
+from pipediag.steps.step import Observed, Step
 
 # Batch formats for a Keras model on another backend: converted by Keras' own tf.data adapter.
 KERAS_FORMATS = {"jax": "keras-jax", "torch": "keras-torch"}
@@ -109,7 +110,7 @@ def keras_step(model: Any, label: str, first_batch: Any = None) -> Step:
 
     strategy = None
     if backend == "tensorflow":
-        from pipediag.modes.distributed import replica_devices, strategy_of
+        from pipediag.steps.distributed import replica_devices, strategy_of
 
         strategy = strategy_of(model)
 
@@ -154,7 +155,7 @@ def _distributed_run(model: Any, strategy: Any, first_batch: Any):
     across replicas by Keras and read as NumPy (which waits for every replica's work)."""
     import numpy as np
 
-    from pipediag.modes.distributed import is_distributed, split_batch
+    from pipediag.steps.distributed import is_distributed, split_batch
 
     ready = False
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from dataclasses import replace
+from typing import Any
 
 from pipediag.steps.loss_watch import LossWatch
 from pipediag.steps.step import Step

@@ -17,7 +17,8 @@ from typing import Any
 
 from pipediag.backends.tf import keras, tf
 from pipediag.errors import UsageError
-from pipediag.steps.step import Step, StepInfo
+from pipediag.records.step import StepInfo
+from pipediag.steps.step import Step
 
 _LABEL_KEYS = ("label", "labels", "target", "targets", "y")
 _MAX_OUTPUTS = 4096

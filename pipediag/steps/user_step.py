@@ -6,8 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from pipediag.errors import UsageError
+from pipediag.records.step import StepInfo
 from pipediag.steps.placement import devices_of, in_order
-from pipediag.steps.step import Observed, Step, StepInfo
+from pipediag.steps.step import Observed, Step
 from pipediag.steps.sync import HOST, DeviceBarrier, wait_until_computed
 
 _SYNC = {
@@ -66,7 +67,7 @@ def user_step(fn: Any, label: str, batch_format: str) -> Step:
     tracker = _Tracker()
     strategy = None
     if getattr(fn, "distribute_strategy", None) is not None:  # only then is TensorFlow needed here
-        from pipediag.modes.distributed import is_distributed, replica_devices, split_batch, strategy_of
+        from pipediag.steps.distributed import is_distributed, replica_devices, split_batch, strategy_of
 
         strategy = strategy_of(fn)
         if strategy is not None and batch_format != "tf":

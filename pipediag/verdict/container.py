@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from pipediag.analysis.modes import ModeSummary
-from pipediag.samples.container import ContainerLimits, Throttling, cores_text
+from pipediag.records.container import ContainerLimits, Throttling, cores_text
 from pipediag.verdict import thresholds as T
 
 # The modes whose throttling the evidence names first: the fed pipeline is the one the verdict is

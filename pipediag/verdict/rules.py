@@ -29,21 +29,24 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from pipediag.analysis.modes import Ratio
-from pipediag.records.kinds import Bottleneck, Confidence
-from pipediag.verdict.edges import Edge, ratio_interval
 from pipediag.analysis.buffers import BufferEstimate
 from pipediag.analysis.gpu import Gpm
-from pipediag.analysis.modes import InputSideCpu, ModeSummary, rate_ratio, input_side_cpu
 from pipediag.analysis.handover import Handover
-from pipediag.samples.container import ContainerLimits, cores_text
+from pipediag.analysis.modes import InputSideCpu, ModeSummary, Ratio, input_side_cpu, rate_ratio
+from pipediag.records.container import ContainerLimits, cores_text
+from pipediag.records.kinds import Bottleneck, Confidence
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.container import with_container
-from pipediag.verdict.handover_edge import handover_edge, handover_facts, host_edge_verdict
 from pipediag.verdict.contention import (
-    contended_by_others, host_idle_cores, idle_cores, other_load_cores, pipeline_cpu_at_fed_rate, read_contention,
+    contended_by_others,
+    host_idle_cores,
+    idle_cores,
+    other_load_cores,
+    pipeline_cpu_at_fed_rate,
+    read_contention,
 )
 from pipediag.verdict.gpu import gpm_facts, gpm_text, gpu_edges, memory_full
+from pipediag.verdict.handover_edge import handover_edge, handover_facts, host_edge_verdict
 from pipediag.verdict.text import pct, pct_or_na
 
 # facts["gpu_limit"]: what GPM says limits the step on the GPU, when it could tell.
@@ -255,7 +258,8 @@ def _read(modes: dict[str, ModeSummary | None], present: list[ModeSummary], hand
         + (f": {gap.value:.2f}x" if gap else ""),
     ]
     if input_only and input_only.batches_per_sec:
-        evidence.append(f"input alone (no step) {_rate(input_only)}" + (f" = {headroom.value:.2f}x the step's free rate" if headroom else ""))
+        evidence.append(f"input alone (no step) {_rate(input_only)}"
+                        + (f" = {headroom.value:.2f}x the step's free rate" if headroom else ""))
     noisy = _noisy(synthetic) or _noisy(pipeline)
     contended = [m for m in present if contended_by_others(m)]
     if contended:

@@ -2,7 +2,8 @@
 
 Each of 16 rounds reduces the state (a full read) and updates it element-wise (a read and a
 write), with one multiply-add per element: 32-48 GiB of DRAM traffic per step (XLA may fuse a
-round's reduction with the previous update) and almost no arithmetic: ~10 ms at H200 bandwidth. Expected answer and why: compute, memory-bandwidth-bound (GPM: DRAM bandwidth high, tensor/FP pipes
+round's reduction with the previous update) and almost no arithmetic: ~10 ms at H200 bandwidth.
+Expected answer and why: compute, memory-bandwidth-bound (GPM: DRAM bandwidth high, tensor/FP pipes
 low), with mixed precision and fusion as the fixes.
 """
 

@@ -49,7 +49,8 @@ def make_dataset(batch_size=256):
 def make_step():
     import jax
     import jax.numpy as jnp
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     devices = jax.devices()[:MESH_DEVICES] if MESH_DEVICES else jax.devices()
     mesh = Mesh(np.array(devices), ("data",))

@@ -36,10 +36,9 @@ batch 8: free step 15.2 / 14.2 steps/s; fed 10.9 / 15.3; pipeline alone 3,294 / 
 import os
 import sys
 
+import keras
 import numpy as np
 import tensorflow as tf
-
-import keras
 from keras import layers
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

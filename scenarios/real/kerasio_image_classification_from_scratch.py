@@ -36,12 +36,11 @@ the free step). With the widths divided by 8 instead: free 3.1 / 2.3 steps/s, fe
 import os
 import sys
 
+import keras
 import numpy as np
 import tensorflow as tf
-from tensorflow import data as tf_data
-
-import keras
 from keras import layers
+from tensorflow import data as tf_data
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _common import INPUT_FIXES, Expected, data_dir, photo_like  # noqa: E402

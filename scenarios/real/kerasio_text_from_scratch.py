@@ -36,10 +36,9 @@ import re
 import string
 import sys
 
+import keras
 import numpy as np
 import tensorflow as tf
-
-import keras
 from keras import layers
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

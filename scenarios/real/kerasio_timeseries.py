@@ -44,10 +44,9 @@ MEASURED (2026-12-01, the 2-core machine, plain TensorFlow/Keras):
 import os
 import sys
 
+import keras
 import numpy as np
 import tensorflow as tf
-
-import keras
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _common import STEP_FIXES, Expected, data_dir  # noqa: E402

@@ -40,10 +40,9 @@ step).
 import os
 import sys
 
+import keras
 import numpy as np
 import tensorflow as tf
-
-import keras
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _common import INPUT_FIXES, Expected, data_dir  # noqa: E402

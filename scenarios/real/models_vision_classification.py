@@ -57,10 +57,9 @@ user form alone, alternating 3-s runs in one process (after one warm-up round): 
 import os
 import sys
 
+import keras
 import numpy as np
 import tensorflow as tf
-
-import keras
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _common import STEP_FIXES, Expected, data_dir, photo_like  # noqa: E402

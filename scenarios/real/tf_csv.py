@@ -98,7 +98,7 @@ def make_dataset(batch_size=BATCH_SIZE):
 
 
 num_font_features = len(HEADER)
-font_column_types = [str(), str()] + [float()]*(num_font_features-2)
+font_column_types = ["", ""] + [0.0]*(num_font_features-2)
 
 
 def _as_features(*columns):

@@ -3,7 +3,13 @@
 import pytest
 
 from pipediag.analysis.ablation import (
-    Ablation, VariantResult, classify, conclude, left_out, plan_all_but, plan_alone,
+    Ablation,
+    VariantResult,
+    classify,
+    conclude,
+    left_out,
+    plan_all_but,
+    plan_alone,
 )
 from pipediag.analysis.modes import Ratio
 

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from pipediag.analysis.baseline import PointTimes, chunk_rates, compare_points, finding
-from pipediag.baseline import window_for
+from pipediag.api.baseline import window_for
 
 MS = 1_000_000
 

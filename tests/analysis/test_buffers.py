@@ -1,7 +1,7 @@
 """Shuffle-buffer memory estimates from plain stages."""
 
 from pipediag.analysis.buffers import SUGGESTED_BUFFER_SHARE, BufferEstimate, shuffle_buffers
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 
 KiB, MiB = 2**10, 2**20
 

@@ -1,8 +1,8 @@
 """The GPU over a mode's window, and the peak memory's source, on plain readings."""
 
 from pipediag.analysis.gpu import UTIL_FROM_DRIVER_SAMPLES, UTIL_FROM_RATES, gpu_window, peak_memory
-from pipediag.samples.readings import CpuReading, GpuReading, Sample, SampleLog
-from pipediag.steps.device_memory import FrameworkMemory
+from pipediag.records.memory import FrameworkMemory
+from pipediag.records.readings import CpuReading, GpuReading, Sample, SampleLog
 
 CPU = CpuReading(10.0, (10.0, 10.0), 20.0, 0.0, 2**30, 8 * 2**30, 16 * 2**30)
 
@@ -73,7 +73,7 @@ def test_no_peak_memory_says_why():
 
 def test_with_nothing_chosen_the_job_is_the_gpus_nvml_lists_this_process_on():
     from pipediag.analysis.gpu import gpu_windows, job_gpus
-    from pipediag.samples.readings import GpuDevice
+    from pipediag.records.readings import GpuDevice
     from pipediag.samples.selection import SOURCE_ALL, SOURCE_CUDA
 
     def tick(t):  # GPUs 0 and 1 hold this process; 2 and 3 are another job's, busy

@@ -1,7 +1,7 @@
 from pipediag.analysis.modes import rate_ratio, summarize
 from pipediag.analysis.waiting import cpu_while_waiting, waiting_intervals
-from pipediag.modes.runner import ModeRun
-from pipediag.samples.readings import CpuReading, GpuReading, Sample, SampleLog
+from pipediag.records.readings import CpuReading, GpuReading, Sample, SampleLog
+from pipediag.records.run import ModeRun
 
 MS = 1_000_000
 
@@ -84,7 +84,7 @@ def _gpu(index, util, used=2**30):
 
 
 def test_every_gpu_the_job_used_gets_its_window_and_the_mode_their_mean():
-    from pipediag.samples.readings import GpuDevice
+    from pipediag.records.readings import GpuDevice
 
     devices = (GpuDevice(2, "H200", 2**34, "GPU-c"), GpuDevice(0, "H200", 2**34, "GPU-a"))
     samples = tuple(Sample(t * 100 * MS, cpu([50, 50]), (_gpu(0, 30.0, 5 * 2**30), _gpu(2, 90.0)))

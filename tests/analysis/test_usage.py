@@ -1,7 +1,7 @@
 """CPU/GPU use over a side's turns: only samples whose whole interval lies inside a turn count."""
 
 from pipediag.analysis.usage import usage
-from pipediag.samples.readings import CpuReading, GpuReading, Sample, SampleLog
+from pipediag.records.readings import CpuReading, GpuReading, Sample, SampleLog
 
 MS = 1_000_000
 

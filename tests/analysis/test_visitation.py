@@ -3,7 +3,7 @@
 import pytest
 
 from pipediag.analysis.visitation import visitation
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 
 SOURCE = Stage(0, "TensorSliceDataset/_0", "TensorSliceDataset", "source")
 GENERATOR = Stage(0, "GeneratorDataset/_0", "GeneratorDataset", "source", has_py_function=True)

@@ -3,9 +3,16 @@
 import pytest
 
 from pipediag.analysis.waterfall import (
-    MIN_SHARE, Anatomy, StageTiming, build_anatomy, elements_per_batch, is_stable, rate, timing_plan,
+    MIN_SHARE,
+    Anatomy,
+    StageTiming,
+    build_anatomy,
+    elements_per_batch,
+    is_stable,
+    rate,
+    timing_plan,
 )
-from pipediag.builder.stages import Stage
+from pipediag.records.stage import Stage
 
 
 def stage(index, kind, op="X", **kw):

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from pipediag.backends import memory_limit as ml
-from pipediag.backends.memory_limit import MemoryLimit
+from pipediag.records.memory import MemoryLimit
 
 
 def test_jax_fraction_is_set_in_the_environment_before_jax_starts(monkeypatch):

@@ -6,7 +6,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
-from pipediag.builder.stages import function_label  # noqa: E402
+from pipediag.records.stage import function_label  # noqa: E402
 
 
 def decode_example(x):

@@ -1,6 +1,6 @@
 """`pipediag fix RUN.json`, run as users run it (a subprocess), on a copy of small real builders.
 
-The diagnoses are scripted around the real graphs (tests.test_tuned_api.scripted): what is tested
+The diagnoses are scripted around the real graphs (tests.api.test_tuned.scripted): what is tested
 is the patch, its proof and the refusals, never a timing."""
 
 import shutil
@@ -12,10 +12,10 @@ import pytest
 pytest.importorskip("tensorflow")
 pytest.importorskip("libcst")
 
-from pipediag.diagnosis import write_json  # noqa: E402
+from pipediag.records.files import write_json  # noqa: E402
+from tests.api.test_tuned import scripted  # noqa: E402
 from tests.fixtures import patch_builders  # noqa: E402
 from tests.test_cli import pipediag  # noqa: E402
-from tests.test_tuned_api import scripted  # noqa: E402
 
 FIXTURE = Path(patch_builders.__file__)
 

@@ -10,9 +10,10 @@ from dataclasses import replace
 import pytest
 
 from pipediag.commands import common
-from pipediag.diagnosis import read_json, write_text
 from pipediag.errors import OutputError, UsageError
-from pipediag.modes.watchdog import StallInfo
+from pipediag.records.files import write_text
+from pipediag.records.stall import StallInfo
+from pipediag.results.diagnose import read_json
 from tests.summaries import diagnosis
 
 

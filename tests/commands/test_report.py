@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from pipediag.diagnosis import write_json
+from pipediag.records.files import write_json
 from tests.comparisons import comparison
 from tests.report.test_scale import result as scale_result
 from tests.report.test_sweep import a_sweep

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from pipediag.cli import build_parser
-from pipediag.commands.scale import scale_command
+from pipediag.commands.common import scale_command
 from pipediag.service.cluster import alive, listening
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -101,7 +101,7 @@ def test_quoting_the_scale_command_writes_what_the_fix_catalog_would_have_writte
     its place, the same text the catalog writes when given the command."""
     from dataclasses import dataclass
 
-    from pipediag.commands.scale import quote_scale_command
+    from pipediag.commands.common import quote_scale_command
     from pipediag.fixes.recommend import _fix
 
     command = "pipediag scale 'my data.py:make' --workers 1,2,4 --accelerators 1,8"

@@ -3,10 +3,10 @@ from dataclasses import replace
 import pytest
 
 from pipediag.analysis.gpu import PeakMemory
-from pipediag.builder.stages import Stage
 from pipediag.fixes import catalog
 from pipediag.fixes.recommend import recommend
-from pipediag.modes.changes import Change
+from pipediag.records.change import Change
+from pipediag.records.stage import Stage
 from pipediag.verdict.rules import GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, CpuPattern, Verdict
 from tests.summaries import GiB, summary, waiting_cpu
 
@@ -18,7 +18,8 @@ def verdict(bottleneck, pattern=None, **facts):
 
 PARALLEL = Change("parallel_map", "map(decode_example)", "MapDataset/_2", "map(decode_example): parallel", True)
 PREFETCH = Change("prefetch", "batch(16)", "BatchDatasetV2/_3", "prefetch", True)
-SKIPPED_CACHE = Change("cache", "map(decode)", "n", "cache", False, reason="it would hold ~40.0 GiB, over the RAM budget of 8.0 GiB: consider snapshot() to disk")
+SKIPPED_CACHE = Change("cache", "map(decode)", "n", "cache", False,
+                       reason="it would hold ~40.0 GiB, over the RAM budget of 8.0 GiB: consider snapshot() to disk")
 
 
 def modes(pipeline_rate, tuned_rate, tuned_wait=0.0):
@@ -353,7 +354,8 @@ def test_a_measured_tfds_decode_crop_fix_is_tfds_decoders_code_with_the_users_st
     assert fix.kind == "decode_crop" and fix.stage == "map(augment)" and fix.title.startswith("`map(augment)`")
     assert "decoders={'image': tfds.decode.SkipDecoding()}" in fix.code
     assert "in augment (map(augment))" in fix.code and "[64, 64]" in fix.code
-    assert "tf.image.decode_and_crop_jpeg(x['image'], tf.stack([top, left, 64, 64])" in fix.code and "tfds.decode.make_decoder()" in fix.code
+    assert "tf.image.decode_and_crop_jpeg(x['image'], tf.stack([top, left, 64, 64])" in fix.code
+    assert "tfds.decode.make_decoder()" in fix.code
     assert fix.basis.startswith("measured: the tuned pipeline ran 2.00x")
 
 

@@ -85,7 +85,7 @@ def test_jax_step_returning_nothing_is_waited_for_on_the_gpu():
 
 def test_jax_gpu_out_of_memory_is_recognised():
     jax, device = _jax_gpu()
-    from pipediag.steps.oom import framework_of, is_out_of_memory
+    from pipediag.oom import framework_of, is_out_of_memory
 
     with pytest.raises(Exception) as info:
         jax.device_put(jax.numpy.zeros((2**38,), jax.numpy.float32), device).block_until_ready()  # 1 TiB
@@ -97,8 +97,8 @@ def test_torch_cuda_memory_sync_and_oom():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("PyTorch has no CUDA here")
+    from pipediag.oom import framework_of, is_out_of_memory
     from pipediag.steps.device_memory import DeviceMemory
-    from pipediag.steps.oom import framework_of, is_out_of_memory
     from pipediag.steps.user_step import user_step
 
     torch.ones(1, device="cuda")

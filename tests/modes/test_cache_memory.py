@@ -6,7 +6,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from pipediag.modes.cache_fill import fill_cache  # noqa: E402
+from pipediag.tuner.cache_fill import fill_cache  # noqa: E402
 
 ELEMENT = 256 * 1024
 BUDGET = 48 * 2**20
@@ -57,7 +57,8 @@ def test_a_cache_fill_that_stalls_raises_stalled_under_the_watchdog():
     import threading
     import time
 
-    from pipediag.modes.watchdog import Stalled, Watchdog
+    from pipediag.modes.watchdog import Watchdog
+    from pipediag.records.stall import Stalled
 
     release = threading.Event()
 

@@ -10,7 +10,7 @@ pytest.importorskip("tensorflow")
 from pipediag.analysis.handover import handover_from_run  # noqa: E402
 from pipediag.backends.tf import tf  # noqa: E402
 from pipediag.modes.handover import device_copy, measure_handover, repeated_batch  # noqa: E402
-from pipediag.modes.runner import ModeRun, StopRule  # noqa: E402
+from pipediag.records.run import ModeRun, StopRule  # noqa: E402
 
 BATCH = (tf.constant(np.arange(24, dtype="float32").reshape(4, 6)), tf.constant([0, 1, 2, 3]))
 SHORT = StopRule(max_seconds=0.3, min_seconds=0.1, min_steps=20, warmup_steps=2)

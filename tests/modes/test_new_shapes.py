@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from pipediag.analysis.modes import summarize, summary_from_dict
-from pipediag.modes.runner import MAX_NEW_SHAPE_STEPS, ModeRun, StopRule, run_mode
+from pipediag.modes.runner import MAX_NEW_SHAPE_STEPS, run_mode
 from pipediag.modes.stepping import batch_shape
-from pipediag.samples.readings import SampleLog
+from pipediag.records.readings import SampleLog
+from pipediag.records.run import ModeRun, StopRule
 from tests.modes.test_runner import FakeClock
 
 RULE = StopRule(max_seconds=2.0, min_seconds=2.0, min_steps=10, warmup_steps=2)
@@ -138,7 +139,7 @@ def test_a_real_keras_model_on_a_finite_dataset_keeps_out_its_short_batch_retrac
 def test_the_report_line_names_the_mode_and_the_times():
     from dataclasses import replace
 
-    from pipediag.report.terminal import new_shape_text
+    from pipediag.report.terminal.diagnose import new_shape_text
     from tests.summaries import summary
 
     m = replace(summary("pipeline", 20), new_shape_steps_ms=(1234.4,))

@@ -3,7 +3,8 @@
 import pytest
 
 from pipediag.errors import UserCodeError
-from pipediag.modes.runner import StopRule, is_stable, run_mode
+from pipediag.modes.runner import is_stable, run_mode
+from pipediag.records.run import StopRule
 
 
 class FakeClock:
@@ -245,7 +246,7 @@ def test_out_of_memory_seen_when_waiting_for_a_step_in_flight_ends_the_mode():
 
 
 def test_an_overlapped_run_round_trips_through_json():
-    from pipediag.modes.runner import ModeRun
+    from pipediag.records.run import ModeRun
 
     clock = FakeClock()
     device = FakeDevice(clock, work_ms=8)
@@ -257,7 +258,8 @@ def test_an_overlapped_run_round_trips_through_json():
 
 
 def test_a_mode_measured_again_on_a_threshold_runs_twice_as_long_to_its_end():
-    from pipediag.modes.runner import StopRule, longer
+    from pipediag.modes.runner import longer
+    from pipediag.records.run import StopRule
 
     rule = longer(StopRule(max_seconds=6.0, min_seconds=2.0, min_steps=20))
     assert (rule.max_seconds, rule.min_seconds, rule.min_steps) == (12.0, 12.0, 40)

@@ -2,8 +2,9 @@
 
 import pytest
 
-from pipediag.modes.runner import StopRule, run_mode
+from pipediag.modes.runner import run_mode
 from pipediag.modes.warmup import Settled
+from pipediag.records.run import StopRule
 
 
 class Clock:

@@ -6,8 +6,10 @@ import threading
 import pytest
 
 from pipediag.modes import watchdog as wd
-from pipediag.modes.runner import StopRule, run_mode
-from pipediag.modes.watchdog import StallInfo, Stalled, Watchdog
+from pipediag.modes.runner import run_mode
+from pipediag.modes.watchdog import Watchdog
+from pipediag.records.run import StopRule
+from pipediag.records.stall import Stalled, StallInfo
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """The stage checks of a patch's proof, on scripted stages (the graph side is tested in tests/commands/test_fix.py)."""
 
-from pipediag.builder.stages import Stage
 from pipediag.patch.prove import check_stage
 from pipediag.patch.source import Edit
+from pipediag.records.stage import Stage
 
 
 def edit(kind, stage):

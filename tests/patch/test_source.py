@@ -4,8 +4,8 @@ import textwrap
 
 import pytest
 
-from pipediag.modes.changes import Change
 from pipediag.patch.source import patch_source
+from pipediag.records.change import Change
 
 pytest.importorskip("libcst")
 

@@ -57,8 +57,8 @@ def test_options_are_frozen_and_replace_makes_a_changed_copy():
 
 def test_the_entry_points_refuse_options_given_twice_before_running_anything():
     import pipediag
-    from pipediag.scale import scale
-    from pipediag.sweep import sweep
+    from pipediag.api.scale import scale
+    from pipediag.api.sweep import sweep
 
     with pytest.raises(UsageError, match="not both"):
         pipediag.diagnose(lambda: None, options=RunOptions(), max_seconds=5)

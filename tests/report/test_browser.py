@@ -14,8 +14,8 @@ from dataclasses import replace
 
 import pytest
 
-from pipediag.report.html import render_html
-from pipediag.samples.readings import CpuReading, GpuDevice, GpuReading, Sample, SampleLog
+from pipediag.records.readings import CpuReading, GpuDevice, GpuReading, Sample, SampleLog
+from pipediag.report.html.diagnose import render_html
 from pipediag.verdict.rules import Verdict
 from tests.summaries import GiB, diagnosis
 
@@ -117,7 +117,7 @@ def test_report_in_chromium(browser, tmp_path):
 
 @pytest.mark.parametrize("kind", ["comparison", "sweep", "scale"])
 def test_other_pages_in_chromium(browser, tmp_path, kind):
-    from pipediag.report.html_pages import render_page
+    from pipediag.report.html.pages import render_page
     from tests.comparisons import comparison
     from tests.report.test_scale import result as scale_result
     from tests.report.test_sweep import a_sweep

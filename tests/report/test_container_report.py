@@ -5,13 +5,13 @@ from dataclasses import replace
 from rich.console import Console
 
 from pipediag.analysis.usage import Usage, usage
-from pipediag.diagnosis import Diagnosis
-from pipediag.environment import Environment
-from pipediag.report.environment import render_environment
-from pipediag.report.html import render_html
-from pipediag.report.terminal import render_diagnosis
-from pipediag.samples.container import ContainerLimits, ThrottleCounters, Throttling
-from pipediag.samples.readings import CpuReading, Sample, SampleLog
+from pipediag.records.container import ContainerLimits, ThrottleCounters, Throttling
+from pipediag.records.environment import Environment
+from pipediag.records.readings import CpuReading, Sample, SampleLog
+from pipediag.report.html.diagnose import render_html
+from pipediag.report.terminal.diagnose import render_diagnosis
+from pipediag.report.terminal.env import render_environment
+from pipediag.results.diagnose import Diagnosis
 from tests.summaries import GiB, diagnosis, environment, summary
 
 QUOTA = ContainerLimits(host_cores=2, affinity_cores=2, cpuset_cores=2, quota_cores=1.0, quota_reason=None,
@@ -60,7 +60,7 @@ def test_terminal_and_html_show_the_limits_and_each_modes_throttling():
 
 
 def test_pipediag_env_lists_the_limits_and_warns_of_a_single_core():
-    from pipediag.environment import _with_warnings
+    from pipediag.samples.environment import _with_warnings
 
     env = _with_warnings(environment(container=QUOTA))
     out = text(render_environment(env))

@@ -5,9 +5,9 @@ from dataclasses import replace
 from rich.console import Console
 
 from pipediag.analysis.handover import Handover
-from pipediag.diagnosis import Diagnosis
-from pipediag.report.html import render_html
-from pipediag.report.terminal import modes_table
+from pipediag.report.html.diagnose import render_html
+from pipediag.report.terminal.diagnose import modes_table
+from pipediag.results.diagnose import Diagnosis
 from tests.summaries import diagnosis
 
 HANDOVER = Handover(batches=1500, ms_mean=0.081, ms_mean_ci=(0.075, 0.087), fetch_ms_mean=0.061,

@@ -3,12 +3,18 @@
 import re
 from dataclasses import replace
 
-from pipediag.builder.stages import Stage
 from pipediag.fixes.recommend import Fix
-from pipediag.modes.changes import Change
-from pipediag.modes.runner import ModeRun
-from pipediag.report.html import ablation_section, gpu_missing_reason, render_html, utilization_panels, waterfall_section
-from pipediag.samples.readings import CpuReading, GpuDevice, GpuReading, Sample, SampleLog
+from pipediag.records.change import Change
+from pipediag.records.readings import CpuReading, GpuDevice, GpuReading, Sample, SampleLog
+from pipediag.records.run import ModeRun
+from pipediag.records.stage import Stage
+from pipediag.report.html.diagnose import (
+    ablation_section,
+    gpu_missing_reason,
+    render_html,
+    utilization_panels,
+    waterfall_section,
+)
 from pipediag.verdict.rules import Verdict
 from tests.summaries import GiB, diagnosis, summary
 
@@ -130,7 +136,7 @@ def test_waterfall_chart_and_table_name_the_slow_stage():
 
 
 def test_the_slow_bar_is_red_and_the_others_are_not():
-    from pipediag.report import charts
+    from pipediag.report.html import charts
 
     svg = waterfall_section(with_anatomy())
     assert svg.count(f"fill: {charts.SLOW_COLOR}") == 1 and svg.count(f"fill: {charts.STAGE_COLOR}") == 2
@@ -163,7 +169,8 @@ def test_ablation_table_each_change_alone_against_the_control():
     d = with_anatomy(tuning=(PARALLEL, PREFETCH), ablation=an_ablation())
     section = ablation_section(d)
     assert "Baseline: the control run" in section and "49.5 batches/s (95%: 47.5 – 51.5)" in section
-    rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr class="effect-\w+"><td class="left"[^>]*><code>(\w+)</code>.*?</tr>', section)}
+    row = r'<tr class="effect-\w+"><td class="left"[^>]*><code>(\w+)</code>.*?</tr>'
+    rows = {m.group(1): m.group(0) for m in re.finditer(row, section)}
     assert set(rows) == {"parallel_map", "prefetch"}
     assert "×3.13" in rows["parallel_map"] and ">gain<" in rows["parallel_map"] and ">alone<" in rows["parallel_map"]
     assert "on <code>map(decode_example)</code>" in rows["parallel_map"]
@@ -188,8 +195,8 @@ def test_an_unmeasured_change_says_why_not_zero():
 
 
 def test_several_gpus_get_their_own_table_and_one_gpu_none():
-    from pipediag.diagnosis import Diagnosis
-    from pipediag.report.html import render_html
+    from pipediag.report.html.diagnose import render_html
+    from pipediag.results.diagnose import Diagnosis
     from tests.report.test_terminal import gpu_diagnosis, several_gpus_diagnosis
 
     page = render_html(several_gpus_diagnosis())

@@ -6,12 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from pipediag.builder.stages import Stage
-from pipediag.report.html_comparison import render_comparison_html, side_interval, side_rates
-from pipediag.report.html_pages import render_page
-from pipediag.report.html_scale import render_scale_html
-from pipediag.report.html_sweep import render_sweep_html
-from pipediag.sweep import OK, SweepPoint
+from pipediag.records.stage import Stage
+from pipediag.report.html.compare import render_comparison_html, side_interval, side_rates
+from pipediag.report.html.pages import render_page
+from pipediag.report.html.scale import render_scale_html
+from pipediag.report.html.sweep import render_sweep_html
+from pipediag.results.sweep import OK, SweepPoint
 from tests.comparisons import comparison
 from tests.report.test_scale import result as scale_result
 from tests.report.test_sweep import a_sweep
@@ -137,8 +137,8 @@ def test_sweep_page_table_knee_oom_and_chart():
 
 
 def test_sweep_chart_leaves_out_sizes_that_did_not_run(monkeypatch):
-    from pipediag.report import charts
-    from pipediag.report.html_sweep import sweep_chart
+    from pipediag.report.html import charts
+    from pipediag.report.html.sweep import sweep_chart
 
     drawn = []
     real = charts.xy_chart
@@ -187,8 +187,8 @@ def test_scale_page_plan_measured_and_chart():
 
 
 def test_scale_chart_has_one_point_per_worker_count_and_the_levels(monkeypatch):
-    from pipediag.report import charts
-    from pipediag.report.html_scale import scale_chart
+    from pipediag.report.html import charts
+    from pipediag.report.html.scale import scale_chart
 
     drawn = []
     real = charts.xy_chart

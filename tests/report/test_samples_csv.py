@@ -4,9 +4,9 @@ import csv
 import io
 from dataclasses import replace
 
-from pipediag.modes.runner import ModeRun
+from pipediag.records.readings import CpuReading, GpuDevice, GpuReading, Sample, SampleLog
+from pipediag.records.run import ModeRun
 from pipediag.report.samples_csv import format_samples_csv
-from pipediag.samples.readings import CpuReading, GpuDevice, GpuReading, Sample, SampleLog
 from tests.summaries import GiB, diagnosis
 
 

@@ -1,14 +1,14 @@
 """The scale report rendered to an in-memory console of fixed width."""
 
-from pipediag.analysis.capacity import CountRate, RateEstimate, plan_capacity, service_overhead
+from pipediag.analysis.scale import CountRate, RateEstimate, plan_capacity, service_overhead
 from pipediag.analysis.visitation import visitation
-from pipediag.builder.element import ElementInfo, Leaf
-from pipediag.builder.stages import Stage
-from pipediag.report.scale import measured_table, render_scale
-from pipediag.samples.readings import SampleLog
-from pipediag.scaling import CountResult, ScaleResult, ServiceInfo
-from pipediag.service.cluster import ServerInfo, Shutdown
-from pipediag.steps.step import StepInfo
+from pipediag.records.element import ElementInfo, Leaf
+from pipediag.records.readings import SampleLog
+from pipediag.records.service import ServerInfo, Shutdown
+from pipediag.records.stage import Stage
+from pipediag.records.step import StepInfo
+from pipediag.report.terminal.scale import measured_table, render_scale
+from pipediag.results.scale import CountResult, ScaleResult, ServiceInfo
 from tests.report.test_terminal import text
 from tests.summaries import environment, summary
 

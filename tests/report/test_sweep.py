@@ -7,10 +7,11 @@ from rich.console import Console
 
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import Rate, find_knee, oom_edge
-from pipediag.backends.memory_limit import MemoryLimit
+from pipediag.api.sweep import parse_batch_sizes
 from pipediag.errors import UsageError
-from pipediag.report.sweep import render_sweep
-from pipediag.sweep import OK, OUT_OF_MEMORY, SKIPPED, Sweep, SweepPoint, parse_batch_sizes
+from pipediag.records.memory import MemoryLimit
+from pipediag.report.terminal.sweep import render_sweep
+from pipediag.results.sweep import OK, OUT_OF_MEMORY, SKIPPED, Sweep, SweepPoint
 from tests.summaries import environment
 
 GiB = 2**30

@@ -3,8 +3,8 @@
 from rich.console import Console
 
 from pipediag.fixes.recommend import Fix
-from pipediag.modes.changes import Change
-from pipediag.report.terminal import modes_table, render_diagnosis
+from pipediag.records.change import Change
+from pipediag.report.terminal.diagnose import modes_table, render_diagnosis
 from pipediag.verdict.rules import Verdict
 from tests.summaries import diagnosis
 
@@ -62,7 +62,7 @@ def gpu_diagnosis(**samples_kw):
     from dataclasses import replace
 
     from pipediag.analysis.gpu import PeakMemory
-    from pipediag.samples.readings import SampleLog
+    from pipediag.records.readings import SampleLog
     from tests.summaries import summary
 
     synthetic = replace(summary("synthetic", 200.0, gpu_util=97.0,
@@ -100,7 +100,7 @@ def test_metrics_line_says_which_gpu_metrics_the_run_had_and_why_not_others():
 def test_no_gpu_no_gpu_table_and_no_metrics_line():
     from dataclasses import replace
 
-    from pipediag.samples.readings import SampleLog
+    from pipediag.records.readings import SampleLog
 
     d = diagnosis()
     d = replace(d, samples=SampleLog(interval_s=0.1, samples=d.samples.samples, gpu_unavailable_reason="NVML could not start"))
@@ -111,7 +111,7 @@ def test_no_gpu_no_gpu_table_and_no_metrics_line():
 def test_timing_line_names_framework_and_sync():
     from dataclasses import replace
 
-    from pipediag.steps.step import StepInfo
+    from pipediag.records.step import StepInfo
 
     d = replace(diagnosis(), step=StepInfo("user", "step function 'step' from t.py:make_step, fed numpy batches",
                                            "numpy", "jax", "block_until_ready() on the step's JAX arrays"))
@@ -121,7 +121,7 @@ def test_timing_line_names_framework_and_sync():
 def test_a_fit_shows_only_the_pipeline_mode():
     from dataclasses import replace
 
-    from pipediag.steps.step import StepInfo
+    from pipediag.records.step import StepInfo
     from tests.summaries import summary
 
     d = diagnosis(verdict=VERDICT, modes={"pipeline": summary("pipeline", 50.0, wait=0.5, stop="fit_ended")})
@@ -161,7 +161,7 @@ def test_tuned_mode_lists_each_changes_own_speedup():
 def several_gpus_diagnosis():
     from dataclasses import replace
 
-    from pipediag.samples.readings import SampleLog
+    from pipediag.records.readings import SampleLog
 
     d = gpu_diagnosis()
     modes = {}

@@ -4,9 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from pipediag.samples.container import (
-    ContainerLimits, ThrottleCounters, parse_cpu_list, read_limits, read_throttle, throttling,
-)
+from pipediag.records.container import ContainerLimits, ThrottleCounters, throttling
+from pipediag.samples.container import parse_cpu_list, read_limits, read_throttle
 
 GIB = 2**30
 V1_UNLIMITED = "9223372036854771712\n"  # what a v1 memory cgroup without a limit reads

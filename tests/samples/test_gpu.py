@@ -2,8 +2,8 @@
 
 from pipediag.backends import nvml
 from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
+from pipediag.records.readings import SampleLog
 from pipediag.samples.gpu import GpuReader
-from pipediag.samples.readings import SampleLog
 from pipediag.samples.sampler import Sampler
 
 
@@ -99,7 +99,7 @@ def test_sample_log_round_trips_through_dicts():
     sampler.cpu_reader.prime()
     sampler.sample_once()
     log = sampler.stop()
-    from pipediag.samples.readings import SampleLog
+    from pipediag.records.readings import SampleLog
 
     assert SampleLog.from_dict(log.to_dict()) == log
 

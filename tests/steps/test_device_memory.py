@@ -2,7 +2,8 @@
 
 import pytest
 
-from pipediag.steps.device_memory import SCOPE_MODE, SCOPE_PROCESS, DeviceMemory, FrameworkMemory, JaxProbe
+from pipediag.records.memory import FrameworkMemory
+from pipediag.steps.device_memory import SCOPE_MODE, SCOPE_PROCESS, DeviceMemory, JaxProbe
 
 
 class Device:

@@ -7,7 +7,7 @@ jax = pytest.importorskip("jax", reason="JAX is in the test extra: pip install -
 torch = pytest.importorskip("torch", reason="PyTorch is in the test extra: pip install -e '.[test]'")
 import jax.numpy as jnp  # noqa: E402
 
-from pipediag.steps.oom import framework_of, is_out_of_memory  # noqa: E402
+from pipediag.oom import framework_of, is_out_of_memory  # noqa: E402
 from pipediag.steps.sync import HOST, DeviceBarrier, wait_until_computed  # noqa: E402
 from pipediag.steps.user_step import user_step  # noqa: E402
 from tests.fixtures import frameworks as F  # noqa: E402

@@ -17,8 +17,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 COMMON = """
 import json
-from pipediag import api
-from pipediag.modes.runner import StopRule
+from pipediag.api import diagnose as api
+from pipediag.records.run import StopRule
 RULE = StopRule(max_seconds=1.0, min_seconds=0.3, min_steps=5, warmup_steps=2)
 
 def report(d, **extra):
@@ -82,7 +82,8 @@ def test_tensorflow_mirrored_strategy_a_step_and_a_keras_model_fed_per_replica()
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         import keras
-        from pipediag.modes.distributed import DistributedFeed, distributed_constant, split_batch
+        from pipediag.modes.distributed import DistributedFeed, distributed_constant
+        from pipediag.steps.distributed import split_batch
         from pipediag.modes.feeds import same_batch
 
         strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])

@@ -17,7 +17,7 @@ def test_a_torch_cpu_tensor():
 
 
 def test_names_sort_by_kind_then_index():
-    assert in_order({"gpu:10", "gpu:2", "cpu:0", "gpu:2"}) == ("cpu:0", "gpu:2", "gpu:10")
+    assert in_order({"gpu:10", "gpu:2", "cpu:0"}) == ("cpu:0", "gpu:2", "gpu:10")
 
 
 def test_the_work_ran_on_the_accelerators_when_there_are_any():
@@ -28,7 +28,7 @@ def test_the_work_ran_on_the_accelerators_when_there_are_any():
 def test_the_devices_survive_the_json_round_trip():
     import json
 
-    from pipediag.steps.step import StepInfo
+    from pipediag.records.step import StepInfo
 
     info = StepInfo("user", "a mesh step", "numpy", "jax", "block_until_ready()", ("gpu:0", "gpu:1"))
     assert StepInfo.from_dict(json.loads(json.dumps(info.to_dict()))) == info

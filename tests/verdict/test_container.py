@@ -6,10 +6,10 @@ from dataclasses import replace
 from pipediag.analysis.modes import InputSideCpu, summarize, within_limit
 from pipediag.fixes.cpu import cores_needed
 from pipediag.fixes.recommend import recommend
-from pipediag.modes.runner import ModeRun
-from pipediag.modes.tuning_rules import TuningFacts, threading_change
-from pipediag.samples.container import ContainerLimits, ThrottleCounters, Throttling
-from pipediag.samples.readings import CpuReading, Sample, SampleLog
+from pipediag.records.container import ContainerLimits, ThrottleCounters, Throttling
+from pipediag.records.readings import CpuReading, Sample, SampleLog
+from pipediag.records.run import ModeRun
+from pipediag.tuner.rules import TuningFacts, threading_change
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.rules import classify_cpu, decide
 from tests.summaries import GiB, summary, waiting_cpu

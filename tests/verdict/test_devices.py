@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from pipediag.analysis.modes import summarize
 from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
-from pipediag.modes.runner import ModeRun
+from pipediag.records.run import ModeRun
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.sampler import Sampler
 from pipediag.samples.selection import GpuSelection

@@ -3,10 +3,10 @@ blamed on a pipeline that barely ran (docs/verdict.md, rule 3)."""
 
 import pytest
 
+from pipediag.analysis.modes import rate_ratio
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.contention import pipeline_cpu_at_fed_rate
 from pipediag.verdict.rules import decide, wait_without_slowdown
-from pipediag.analysis.modes import rate_ratio
 from tests.summaries import summary
 
 

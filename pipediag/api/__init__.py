@@ -1,0 +1,1 @@
+"""The entry points: diagnose, compare, scale, sweep, baseline and tuned, one module each."""

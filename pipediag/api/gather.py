@@ -1,0 +1,336 @@
+"""What `diagnose()` measures, step by step: the modes, the hand-over, the anatomy, a re-measure
+near a threshold, and the tuned pipeline with its ablation. `Gathering.run` calls them in order;
+each step adds to a `DiagnoseRun` so that Ctrl-C, a stall or the user's error keeps what was measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pipediag import stats
+from pipediag.analysis.modes import input_side_cpu, summarize
+from pipediag.errors import UserCodeError
+from pipediag.modes.runner import longer, run_mode
+from pipediag.modes.watchdog import Watchdog
+from pipediag.records.change import Change
+from pipediag.records.environment import Environment
+from pipediag.records.kinds import INTERRUPTED, OUT_OF_MEMORY, STALLED
+from pipediag.records.options import RunOptions
+from pipediag.records.run import ModeRun, StopRule
+from pipediag.records.stall import RunStalled, Stalled, StallInfo
+from pipediag.samples.sampler import Sampler
+from pipediag.steps.step import Observed, Step
+from pipediag.verdict.edges import Edge, straddling
+from pipediag.verdict.rules import classify_cpu, decide
+
+
+@dataclass
+class DiagnoseRun:
+    """What a diagnosis has gathered so far: enough to write a partial report on Ctrl-C."""
+
+    target: str
+    environment: Environment | None = None
+    step: Step | None = None
+    element: Any = None
+    cardinality: Any = None
+    first_batch_ms: float | None = None
+    stages: tuple = ()
+    tuning: tuple[Change, ...] = ()
+    tuned_check: str | None = None
+    cache_fill_ms: float | None = None
+    interrupted: bool = False
+    anatomy: Any = None  # analysis.waterfall.Anatomy
+    candidates: list | None = None  # (key, kind, stage) of the changes the tuned mode planned
+    tuning_outcome: Any = None  # modes.ablation.TuningOutcome, filled in as the variants run
+    handover: Any = None  # analysis.handover.Handover: one already-produced batch handed to the step
+    stall: StallInfo | None = None  # where the run stalled, if it did
+    failure: UserCodeError | None = None  # the user's code raised after some modes were measured
+    running: str | None = None  # the mode (or phase) running now, to say where a failure happened
+
+    def __post_init__(self) -> None:
+        self.runs: dict[str, ModeRun] = {}
+        self.notes: list[str] = []
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What diagnose() was asked to measure, beside the shared RunOptions."""
+
+    modes: tuple[str, ...]
+    rule: StopRule
+    ram_budget_bytes: int | None
+    anatomy: bool
+    thorough: bool
+
+
+def observed(step: Step | None) -> Observed:
+    if step is None or step.observed is None:
+        kind = None if step is None else {"keras": "tensorflow", "standin": "tensorflow"}.get(step.info.kind)
+        return Observed(kind, None)
+    return step.observed()
+
+
+class Gathering:
+    """One diagnosis's measurements. TensorFlow is imported only once a diagnosis really starts."""
+
+    def __init__(self, state: DiagnoseRun, sampler: Sampler, options: RunOptions, plan: Plan, progress,
+                 watchdog: Watchdog):
+        self.state, self.sampler, self.options, self.plan = state, sampler, options, plan
+        self.progress, self.watchdog, self.clock_ns = progress, watchdog, options.clock_ns
+        self.rule = plan.rule
+        self.graph = self.dataset = None
+        self.feeds: dict = {}  # kept after their modes for their first batches
+        self.hideable: dict[str, int | None] = {}  # the device work a fetch can hide behind, from synthetic mode
+
+    def run(self, builder) -> None:
+        self.prepare(builder)
+        oom = self.local_modes()
+        if not oom and self.state.runs["synthetic"].steps:
+            self.handover()
+        if self.plan.anatomy and self.graph is not None and "input_only" in self.plan.modes:
+            self.anatomy()
+        if not oom:
+            self.measure_edges_again()
+        if "tuned" in self.plan.modes and not oom and self.graph is not None:
+            self.tuned()
+
+    # -- the steps, in order ------------------------------------------------------------------------
+    def prepare(self, builder) -> None:
+        """The dataset, its graph and first batch, and the step built for that batch."""
+        from pipediag.builder.prepare import prepare_dataset
+        from pipediag.steps.device_memory import DeviceMemory
+        from pipediag.steps.make import make_step
+
+        state, options, rule = self.state, self.options, self.rule
+        try:
+            prepared = prepare_dataset(builder, dict(options.builder_kwargs or {}), options.batch_size,
+                                       options.batched, rule.warmup_steps + rule.min_steps, clock_ns=self.clock_ns,
+                                       phase=self.progress.phase, guard=self.watchdog.call)
+        except Stalled as stall:  # the first batch never came
+            self.graph, self.dataset = getattr(stall, "graph", None), getattr(stall, "dataset", None)
+            raise self.stalled("first batch", stall) from None
+        self.prepared = prepared
+        self.dataset, self.graph = prepared.dataset, prepared.graph
+        state.notes.extend(prepared.notes)
+        state.stages = prepared.stages
+        state.cardinality = prepared.cardinality
+        state.first_batch_ms = prepared.first_batch_ns / 1e6
+        state.element = prepared.element
+        self.first_batch = prepared.first_batch
+
+        self.progress.phase("building the step")
+        self.step = make_step(options.model, options.step, options.step_label, options.batch_format,
+                              self.first_batch, self.dataset.element_spec)
+        state.step = self.step
+        self.memory = DeviceMemory(lambda: observed(self.step).framework)
+
+    def local_modes(self) -> bool:
+        """Synthetic, pipeline and input-only modes; True when the step ran out of memory with free input."""
+        from pipediag.modes.feeds import BatchFeed
+        from pipediag.modes.warmup import settling_warmup
+
+        state = self.state
+        settled = settling_warmup(self.clock_ns, self.rule.max_seconds)
+        synthetic = self.measure("synthetic", self.free_input(), True, first_step_is_compile=True,
+                                 warmup_until=settled)
+        warmup_note = settled.note()
+        if warmup_note:
+            state.notes.append(warmup_note)
+        if synthetic.block_ns:
+            self.hideable["ns"] = int(stats.median(synthetic.block_ns))
+        oom = synthetic.stop_reason == OUT_OF_MEMORY
+        if oom:
+            state.notes.append("the step ran out of memory with free input: pipeline and tuned modes were skipped")
+        if not oom:
+            self.feeds["pipeline"] = self.step_feed(self.dataset)
+            self.measure("pipeline", self.feeds["pipeline"], True)
+        if "input_only" in self.plan.modes:
+            self.feeds["input_only"] = BatchFeed(self.dataset, self.step.info.batch_format)
+            self.measure("input_only", self.feeds["input_only"], False)
+        return oom
+
+    def handover(self) -> None:
+        """Time the hand-over of an already-produced batch (modes/handover.py); a failure is a note."""
+        from pipediag.modes.handover import measure_handover
+
+        self.progress.phase("timing the hand-over of a ready batch")
+        try:
+            self.state.handover = measure_handover(self.first_batch, self.step.info.batch_format,
+                                                   observed(self.step).framework, self.rule, clock_ns=self.clock_ns)
+        except UserCodeError as error:
+            self.state.notes.append(f"the hand-over of a ready batch could not be timed: {error}")
+
+    def anatomy(self) -> None:
+        """The pipeline timed after each stage, naming the slow stage; a graph it cannot cut is a note."""
+        from pipediag.builder.graph import GraphError, PipelineGraph
+        from pipediag.modes.waterfall import THOROUGH, WaterfallRule, measure_anatomy
+
+        state = self.state
+        self.progress.phase("timing the pipeline after each stage (anatomy)")
+        state.running = "the anatomy"
+        try:
+            result = measure_anatomy(
+                PipelineGraph.from_dataset(self.dataset), self.dataset.options(),
+                batch_size=state.element.batch_size, rule=THOROUGH if self.plan.thorough else WaterfallRule(),
+                first_batch_s=self.prepared.first_batch_ns / 1e9, clock_ns=self.clock_ns, watchdog=self.watchdog,
+            )
+            state.stages, state.anatomy = tuple(result.stages), result.anatomy
+        except GraphError as error:
+            state.notes.append(f"no anatomy: {error}")
+        except Stalled as stall:
+            raise self.stalled("anatomy", stall) from None
+
+    def measure_edges_again(self) -> None:
+        """A verdict reading sat within its run-to-run spread of its threshold: measure the two
+        modes it compares again, back to back and longer, rather than decide on a coin toss."""
+        edges = edges_on_the_line(self.state, self.sampler.log())
+        if not edges:
+            return
+        longer_rule = longer(self.rule)
+        self.measure("synthetic", self.free_input(), True, mode_rule=longer_rule)
+        self.feeds["pipeline"] = self.step_feed(self.dataset)
+        self.measure("pipeline", self.feeds["pipeline"], True, mode_rule=longer_rule)
+        self.state.notes.append(
+            "a verdict reading sat within its spread of its threshold ("
+            + "; ".join(Edge(**{k: v for k, v in e.items() if k != "straddles"}).text() for e in edges)
+            + f"): synthetic and pipeline modes were measured again, back to back, over {longer_rule.max_seconds:.0f} s "
+            "each, and the verdict uses those runs"
+        )
+
+    def tuned(self) -> None:
+        """Plan the tuned rewrite from the measured modes, then run it with its ablation."""
+        from pipediag.tuner.ablation import TuningOutcome, tune_with_ablation
+        from pipediag.tuner.rewrite import facts_for, plan_tuning
+
+        state = self.state
+        self.progress.phase("tuning the pipeline")
+        state.running = "tuning"
+        log = self.sampler.log()
+        measured = summarize(state.runs["pipeline"], log)
+        input_side = summarize(state.runs["input_only"], log) if "input_only" in state.runs else measured
+        side = input_side_cpu(measured, input_side if "input_only" in state.runs else None)
+        facts = facts_for(self.dataset, ram_budget_bytes=self.plan.ram_budget_bytes,
+                          fill_budget_seconds=self.rule.max_seconds,
+                          latency_bound=side is not None and classify_cpu(side).kind == "idle",
+                          container=self.sampler.container)
+        plan = plan_tuning(self.dataset, facts, input_batches_per_sec=input_side.batches_per_sec,
+                           clock_ns=self.clock_ns)
+        state.candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
+        state.tuning = tuple(plan.changes)
+        reference = self.reference()
+        state.tuning_outcome = TuningOutcome(changes=list(plan.changes))
+        try:
+            outcome = tune_with_ablation(
+                plan, baseline=measured, reference=reference, run_variant=self.run_variant,
+                summarize=lambda r: summarize(r, self.sampler.log()), rule=self.rule, thorough=self.plan.thorough,
+                outcome=state.tuning_outcome, clock_ns=self.clock_ns, guard=self.watchdog.call,
+            )
+        except Stalled as stall:  # filling a variant's cache (a stall in a variant's mode is a RunStalled)
+            raise self.stalled("tuned", stall, reads_pipeline=False) from None
+        state.tuning = tuple(outcome.changes)
+        state.notes.extend(outcome.notes)
+        state.cache_fill_ms = None if outcome.cache_fill_ns is None else outcome.cache_fill_ns / 1e6
+        state.tuned_check = None if outcome.tuned_check is None else outcome.tuned_check.text
+
+    # -- the parts the steps share -----------------------------------------------------------------
+    def reference(self):
+        """The batches a tuned variant's output is checked against, and whether they can match."""
+        from pipediag.tuner.ablation import Reference
+        from pipediag.tuner.checks import is_deterministic
+
+        deterministic, why_random = is_deterministic(
+            any(s.is_random for s in self.prepared.stages), self.feeds["pipeline"].firsts,
+            self.feeds["input_only"].firsts if "input_only" in self.feeds else None,
+        )
+        return Reference(self.feeds["pipeline"].firsts or [self.first_batch], deterministic, why_random)
+
+    def run_variant(self, name: str, variant, variant_rule: StopRule):
+        feed = self.step_feed(variant)
+        result = self.measure(name, feed, True, mode_rule=variant_rule, record=name == "tuned")  # closes the feed
+        return result, feed.firsts
+
+    def step_feed(self, data):
+        """The batches of `data` as the step takes them: per replica under a tf.distribute strategy."""
+        from pipediag.modes.feeds import BatchFeed
+
+        if self.step.strategy is not None:
+            from pipediag.modes.distributed import DistributedFeed
+
+            return DistributedFeed(data, self.step.strategy)
+        return BatchFeed(data, self.step.info.batch_format)
+
+    def free_input(self):
+        """Synthetic mode's one batch, handed out forever (on every replica's device under a strategy)."""
+        from pipediag.modes.feeds import constant_feed
+
+        if self.step.strategy is not None:
+            from pipediag.modes.distributed import distributed_constant
+
+            return distributed_constant(self.first_batch, self.step.strategy)
+        return constant_feed(self.first_batch, self.step.info.batch_format)
+
+    def measure(self, name: str, next_batch, with_step: bool, mode_rule: StopRule | None = None,
+                record: bool = True, **kw) -> ModeRun:
+        """One mode, recorded in the state; an interrupt or stall in it ends the gathering."""
+        state = self.state
+        self.progress.phase(f"{name} mode")
+        state.running = f"{name} mode"
+        if with_step:
+            self.memory.start()
+        # A JAX or PyTorch step runs with one step in flight while the next batch is fetched, as
+        # a training loop runs it; the wait is then the part of each fetch the device did not hide.
+        dispatch = self.step.dispatch if with_step else None
+        step_fn = self.step.run if with_step and dispatch is None else None
+        try:
+            result = run_mode(
+                name, next_batch, step_fn, mode_rule or self.rule, clock_ns=self.clock_ns, progress=self.progress.mode,
+                dispatch=dispatch, hideable_ns=self.hideable.get("ns") if dispatch else None, watchdog=self.watchdog,
+                **kw,
+            )
+        finally:
+            self.close_feed(name, next_batch, record)
+        if with_step:
+            result = replace(result, device_memory=self.memory.stop())
+        if record:
+            state.runs[name] = result
+        if result.stop_reason == INTERRUPTED:
+            raise KeyboardInterrupt
+        if result.stop_reason == STALLED:
+            reads_pipeline = name in ("pipeline", "input_only")  # a variant's graph is not the user's
+            raise self.stalled(name, self.watchdog.last_stall, steps=result.steps, reads_pipeline=reads_pipeline)
+        return result
+
+    def close_feed(self, name: str, next_batch, record: bool) -> None:
+        """Free the iterator now: its prefetch threads and buffers (a big shuffle buffer) must not
+        linger into the next mode's measurement. Its first batches stay."""
+        from pipediag.modes.feeds import BatchFeed
+
+        if isinstance(next_batch, BatchFeed):
+            next_batch.close()
+            if next_batch.restarts and record:
+                self.state.notes.append(
+                    f"{name} mode: the dataset ended and was restarted {next_batch.restarts} time(s); "
+                    "restart costs are included"
+                )
+
+    def stalled(self, mode: str, stall: Stalled, steps: int = 0, reads_pipeline: bool = True) -> RunStalled:
+        """The run ends here; for a mode reading the user's pipeline, find the stage that stalls."""
+        from pipediag.modes.waterfall import locate_stall
+
+        stage = why = None  # a step that did not return: no stage of the pipeline to name
+        if reads_pipeline and not stall.in_step:
+            stage, why = None, "the pipeline's graph could not be read"
+            if self.graph is not None:
+                self.progress.phase("finding the stage that stalls")
+                stage, why = locate_stall(self.graph, self.dataset.options(), self.watchdog, stall.timeout_s)
+        return RunStalled(StallInfo(mode=mode, what=stall.what, waited_s=round(stall.waited_s, 3),
+                                    timeout_s=stall.timeout_s, steps=steps, stage=stage, stage_reason=why))
+
+
+def edges_on_the_line(state: DiagnoseRun, log) -> list[dict]:
+    """The verdict's readings that straddle their threshold, judged on the modes run so far."""
+    if "synthetic" not in state.runs or "pipeline" not in state.runs:
+        return []
+    summaries = {name: summarize(run, log) for name, run in state.runs.items()}
+    return straddling(decide(summaries, container=log.container).facts)

@@ -1,0 +1,1 @@
+"""Terminal renderers (rich), one module per result: diagnose, compare, scale, sweep, baseline, env."""

@@ -1,0 +1,1 @@
+"""The result objects (diagnose, compare, scale, sweep, baseline), each with its JSON round trip."""

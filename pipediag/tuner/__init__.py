@@ -1,0 +1,1 @@
+"""The tuned pipeline: rewriting the user's graph, its rules, ablation, output checks, selection."""

@@ -1,0 +1,168 @@
+"""The tuned mode as an ablation: each planned change alone, then all that held up together.
+
+Every variant is the user's graph with some of the planned changes (`tuning.build`), feeding the
+real step like pipeline mode (see `analysis.ablation` for why fed-step). With two or more
+changes, a control run (the graph rebuilt without changes), each change alone and the control
+again run in a short window; a change that is clearly slower alone than the control, or
+whose first batches differ from the original's where they must not, is left out. The rest run
+together as the tuned mode, with the full window. `--thorough` gives the alone runs the full
+window too, and adds all-but-one runs when there are three or more changes. Each variant's
+pipeline (and its in-memory cache) is released before the next one is built.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pipediag.analysis import ablation as pure
+from pipediag.analysis.modes import ModeSummary
+from pipediag.records.change import Change
+from pipediag.records.run import ModeRun, StopRule
+from pipediag.tuner.checks import OutputCheck, check_outputs
+from pipediag.tuner.rewrite import TunedPipeline, TuningPlan, build
+
+ALONE_MAX_SECONDS = 3.0
+ALONE_MIN_SECONDS = 1.0
+
+# run(name, dataset, rule) -> (the mode's raw timings, its first batches)
+RunVariant = Callable[[str, Any, StopRule], tuple[ModeRun, list]]
+
+
+def alone_rule(rule: StopRule, thorough: bool) -> StopRule:
+    """Short windows for the alone runs (the tuned mode keeps the full one)."""
+    if thorough:
+        return rule
+    return replace(
+        rule,
+        max_seconds=min(rule.max_seconds, ALONE_MAX_SECONDS),
+        min_seconds=min(rule.min_seconds, ALONE_MIN_SECONDS),
+        min_steps=min(rule.min_steps, 10),
+        warmup_steps=min(rule.warmup_steps, 3),
+    )
+
+
+@dataclass
+class Reference:
+    """The original pipeline's first batches, and whether its values can be compared."""
+
+    batches: list
+    deterministic: bool
+    why_random: str | None = None
+
+    def check(self, batches: list) -> OutputCheck:
+        return check_outputs(self.batches, batches, self.deterministic, self.why_random)
+
+
+@dataclass
+class TuningOutcome:
+    changes: list[Change]  # every planned change; applied = part of the tuned pipeline
+    variants: list[pure.VariantResult] = field(default_factory=list)  # alone and all-but runs, then together
+    tuned_run: ModeRun | None = None
+    tuned_check: OutputCheck | None = None
+    cache_fill_ns: int | None = None
+    notes: list[str] = field(default_factory=list)
+    window_s: float = 0.0
+
+
+def _variant(name: str, role: str, keys: tuple[str, ...], run: ModeRun | None, summary: ModeSummary | None,
+             check: OutputCheck | None, fill_ns: int | None, error: str | None = None) -> pure.VariantResult:
+    return pure.VariantResult(
+        name=name, role=role, changes=keys,
+        batches_per_sec=None if summary is None else summary.batches_per_sec,
+        batches_per_sec_ci=None if summary is None else summary.batches_per_sec_ci,
+        steps=0 if run is None else run.steps,
+        stop_reason=None if run is None else run.stop_reason,
+        input_wait_frac=None if summary is None else summary.input_wait_frac,
+        check=None if check is None else check.text,
+        check_ok=None if check is None else check.ok,
+        cache_fill_ms=None if fill_ns is None else fill_ns / 1e6,
+        error=error,
+    )
+
+
+def _short(change: Change) -> str:
+    return f"{change.kind} {change.stage}" if change.stage else change.kind
+
+
+def tune_with_ablation(
+    plan: TuningPlan,
+    *,
+    baseline: ModeSummary,
+    reference: Reference,
+    run_variant: RunVariant,
+    summarize: Callable[[ModeRun], ModeSummary],
+    rule: StopRule,
+    thorough: bool = False,
+    outcome: TuningOutcome | None = None,
+    clock_ns: Callable[[], int] = time.monotonic_ns,
+    guard: Callable[..., Any] | None = None,
+) -> TuningOutcome:
+    """Run the ablation and the tuned mode. `outcome`, when given, is filled in as runs finish,
+    so a Ctrl-C leaves what was measured. `guard` (`Watchdog.call`): a cache fill runs under its
+    deadline (see `cache_fill.fill_cache`)."""
+    out = outcome if outcome is not None else TuningOutcome(changes=list(plan.changes))
+    out.changes = list(plan.changes)
+    out.notes.extend(plan.notes)
+    short = alone_rule(rule, thorough)
+    out.window_s = short.max_seconds
+    by_key = {c.key: c for c in plan.candidates}
+    keys = list(by_key)
+    excluded: dict[str, str] = {}
+
+    def one(role: str, keys_: tuple[str, ...], name: str, run_name: str, run_rule: StopRule):
+        """Build and run one variant; (run, check, cache fill ns, its changes) or None."""
+        tuned: TunedPipeline | None = build(plan, keys_, clock_ns, guard=guard)
+        skipped = {c.key: c.reason or "could not be applied" for c in tuned.changes if c.key in keys_ and not c.applied}
+        for key, reason in skipped.items():
+            excluded.setdefault(key, reason)
+        if keys_ and set(skipped) == set(keys_):
+            out.variants.append(_variant(name, role, keys_, None, None, None, tuned.cache_fill_ns,
+                                         error="; ".join(skipped.values())))
+            return None
+        applied = tuple(k for k in keys_ if k not in skipped)
+        run, firsts = run_variant(run_name, tuned.dataset, run_rule)
+        check = reference.check(firsts)
+        fill_ns, changes = tuned.cache_fill_ns, tuned.changes
+        out.variants.append(_variant(name, role, applied, run, summarize(run), check, fill_ns))
+        del tuned  # release the variant's pipeline (and its cache) before the next one is built
+        gc.collect()
+        return run, check, fill_ns, changes
+
+    for keys_ in pure.plan_alone(keys):
+        if not keys_:
+            again = any(v.role == "control" for v in out.variants)
+            name = "control again" if again else "control"
+            one("control", keys_, f"{name}: rebuilt, unchanged", name, short)
+            continue
+        change = by_key[keys_[0]]
+        one("alone", keys_, f"{_short(change)} alone", f"{_short(change)} alone", short)
+
+    candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
+    interim = pure.conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci, candidates, out.variants, short.max_seconds)
+    excluded.update(pure.left_out(interim))
+    together = tuple(k for k in keys if k not in excluded)
+
+    result = one("together", together, "together", "tuned", rule)
+    if result is not None:
+        run, check, fill_ns, built = result
+        out.tuned_run, out.tuned_check, out.cache_fill_ns = run, check, fill_ns
+        if check.ok is False:
+            out.notes.append(f"the tuned pipeline's output check failed: {check.text}")
+        out.changes = [excluded_change(c, excluded) for c in built]
+    else:
+        out.changes = [excluded_change(c, excluded) for c in plan.changes]
+
+    for keys_ in pure.plan_all_but(list(together), thorough):
+        missing = next(k for k in together if k not in keys_)
+        one("all_but", keys_, f"all but {_short(by_key[missing])}", f"all but {_short(by_key[missing])}", short)
+    return out
+
+
+def excluded_change(change: Change, excluded: dict[str, str]) -> Change:
+    if change.key in excluded:
+        return change.skipped(excluded[change.key])
+    return change

@@ -1,0 +1,82 @@
+"""The ablation on a real pipeline: two changes with clearly different gains get different numbers."""
+
+import time
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from pipediag.analysis.ablation import conclude  # noqa: E402
+from pipediag.analysis.modes import summarize  # noqa: E402
+from pipediag.modes.feeds import BatchFeed  # noqa: E402
+from pipediag.modes.runner import run_mode  # noqa: E402
+from pipediag.records.readings import SampleLog  # noqa: E402
+from pipediag.records.run import StopRule  # noqa: E402
+from pipediag.tuner.ablation import Reference, tune_with_ablation  # noqa: E402
+from pipediag.tuner.checks import is_deterministic  # noqa: E402
+from pipediag.tuner.rewrite import plan_tuning  # noqa: E402
+from pipediag.tuner.rules import TuningFacts  # noqa: E402
+
+FACTS = TuningFacts(cores=2, ram_budget_bytes=2**30, fill_budget_seconds=10, latency_bound=False)
+RULE = StopRule(max_seconds=2.0, min_seconds=0.5, min_steps=10, warmup_steps=3)
+NO_SAMPLES = SampleLog(interval_s=0.1, samples=())
+
+
+def read_record(x):
+    """3 ms of waiting per element in Python: serial in TensorFlow, overlapped when parallel."""
+
+    def wait(v):
+        time.sleep(0.003)
+        return v
+
+    y = tf.py_function(wait, [x], tf.float32)
+    y.set_shape([])
+    return y
+
+
+@tf.function
+def light_step(batch):
+    return tf.reduce_sum(batch)
+
+
+def run(name, dataset, rule):
+    feed = BatchFeed(dataset)
+    result = run_mode(name, feed, light_step, rule, clock_ns=time.monotonic_ns)
+    return result, feed.firsts
+
+
+@pytest.mark.slow
+def test_each_change_gets_its_own_measured_speedup():
+    ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
+    baseline_run, firsts = run("pipeline", ds, RULE)
+    _, again = run("input_only", ds, RULE)
+    baseline = summarize(baseline_run, NO_SAMPLES)
+    plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
+    assert [c.kind for c in plan.candidates] == ["parallel_map", "prefetch"]
+
+    deterministic, why = is_deterministic(False, firsts, again)
+    assert deterministic
+    outcome = tune_with_ablation(
+        plan, baseline=baseline, reference=Reference(firsts, deterministic, why), run_variant=run,
+        summarize=lambda r: summarize(r, NO_SAMPLES), rule=RULE,
+    )
+    assert [v.role for v in outcome.variants] == ["control", "alone", "alone", "control", "together"]
+    assert all(v.check_ok for v in outcome.variants), [v.check for v in outcome.variants]
+    assert outcome.tuned_check.text.startswith("checked: first 3 batch(es) equal the original's")
+
+    candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
+    ablation = conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci, candidates, outcome.variants,
+                        outcome.window_s)
+    parallel = ablation.effect(plan.candidates[0].key)
+    prefetch = ablation.effect(plan.candidates[1].key)
+    # Sleeping reads overlap when parallel (about 2x or more here), prefetch has nothing to overlap
+    # with a light step (about 1x). Both are bounded by sleeps, which a busy machine barely moves;
+    # the margins are that gap, not a threshold near it (issue 15 item 7). How effects are judged
+    # gain, none or loss from intervals is tested on scripted runs (tests/analysis/test_ablation.py).
+    assert parallel.speedup > 1.0 and parallel.effect != "loss", ablation
+    assert prefetch.speedup < parallel.speedup, ablation
+    assert np.isfinite(ablation.together_speedup) and ablation.together_speedup > 1.0
+    # What is applied follows the judged effects: a change judged a gain is kept.
+    applied = {c.kind for c in outcome.changes if c.applied}
+    assert parallel.effect != "gain" or "parallel_map" in applied, (ablation, outcome.changes)

@@ -37,15 +37,15 @@ from pipediag.records.change import Change
 from pipediag.records.container import ContainerLimits
 from pipediag.records.kinds import FixKind
 from pipediag.records.stage import Stage
-from pipediag.verdict.container import throttled
-from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
-from pipediag.verdict.rules import (
+from pipediag.records.verdict import (
     GPU_LIMIT_MEMORY_BANDWIDTH,
     GPU_LIMIT_SMALL_KERNELS,
     MEMORY_SOURCE_BUFFERS,
     Verdict,
-    classify_cpu,
 )
+from pipediag.verdict.container import throttled
+from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
+from pipediag.verdict.rules import classify_cpu
 from pipediag.verdict.thresholds import INPUT_WAIT_HIGH
 
 __all__ = ["MIN_GAIN", "Fix", "Recommendation", "recommend"]

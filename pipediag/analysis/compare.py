@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipediag import stats
+from pipediag.records.record import DictRecord
 
 PAIRED, UNPAIRED = "paired", "unpaired"
 
@@ -69,7 +70,7 @@ class LookPlan:
 
 
 @dataclass(frozen=True)
-class RatioInterval:
+class RatioInterval(DictRecord):
     """B's throughput over A's, with its interval. ratio > 1: B is faster."""
 
     ratio: float  # exp(mean log ratio): the geometric mean of the per-round ratios (paired)
@@ -90,13 +91,6 @@ class RatioInterval:
     @property
     def excludes_one(self) -> bool:
         return self.low > 1.0 or self.high < 1.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> RatioInterval:
-        return cls(**d)
 
 
 def _mean_sd(values: Sequence[float]) -> tuple[float, float]:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipediag import stats
+from pipediag.records.record import with_tuples
 from pipediag.records.run import ModeRun
 
 NS_PER_MS = 1e6
@@ -35,11 +36,7 @@ class Handover:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Handover:
-        d = dict(d)
-        for key in ("ms_mean_ci", "fetch_ms_mean_ci"):
-            if d.get(key) is not None:
-                d[key] = tuple(d[key])
-        return cls(**d)
+        return cls(**with_tuples(d, ("ms_mean_ci", "fetch_ms_mean_ci")))
 
 
 def _ms_ci(values: tuple[int, ...]) -> tuple[float, float] | None:

@@ -31,6 +31,7 @@ from pipediag.analysis.modes import ModeSummary
 from pipediag.analysis.scale_reasons import plan_assumptions, transfer_caution, worth_it
 from pipediag.analysis.service_transfer import transfer_limit
 from pipediag.analysis.service_transfer import worker_busy as worker_busy  # scale.py imports it from here
+from pipediag.records.record import DictRecord
 
 SCALING_MIN_EFFICIENCY = 0.7  # a worker added less than 70% of a worker: the limit is elsewhere
 
@@ -268,8 +269,10 @@ def _accelerator_plan(a: int, compute: RateEstimate | None, local: RateEstimate 
 
 
 @dataclass(frozen=True)
-class Overhead:
+class Overhead(DictRecord):
     """The service's own cost, against running the pipeline locally."""
+
+    _tuples = ("transfer_worker_cpu_pct",)  # from JSON's lists back to a tuple
 
     transfer_batches_per_sec: float | None  # a constant batch through the service: its ceiling per client
     transfer_workers: int | None  # workers serving that constant batch
@@ -279,14 +282,6 @@ class Overhead:
     equal_cores_workers: int | None  # the worker count using all of this host's cores, as the local run could
     service_over_local: float | None  # that count's rate / the local pipeline's rate
     reason: str | None  # why service_over_local is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Overhead:
-        cpu = d.get("transfer_worker_cpu_pct")
-        return cls(**{**d, "transfer_worker_cpu_pct": None if cpu is None else tuple(cpu)})
 
 
 def service_overhead(*, transfer: RateEstimate | None, transfer_workers: int | None, batch_bytes: int | None,

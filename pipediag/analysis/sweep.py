@@ -24,6 +24,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pipediag.records.record import DictRecord
+
 KNEE_GAIN_PER_DOUBLING = 1.10
 
 
@@ -108,17 +110,10 @@ def find_knee(rates: list[Rate]) -> Knee:
 
 
 @dataclass(frozen=True)
-class OomEdge:
+class OomEdge(DictRecord):
     largest_fitting: int | None  # the largest batch size that ran
     smallest_oom: int | None  # the smallest that ran out of memory
     text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> OomEdge:
-        return cls(**d)
 
 
 def oom_edge(ran: list[int], out_of_memory: list[int], peak_bytes: dict[int, int], limit_text: str = "") -> OomEdge:

@@ -21,10 +21,11 @@ below the stage before it (95% intervals apart); otherwise `None`, with the reas
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pipediag import stats
+from pipediag.records.record import DictRecord
 from pipediag.records.stage import Stage
 
 MIN_SHARE = 0.25  # the slow stage adds at least a quarter of the time per batch
@@ -131,7 +132,8 @@ def timing_plan(stages: list[Stage], batch_size: int | None = None) -> list[str 
 
 
 @dataclass(frozen=True)
-class WaterfallRow:
+class WaterfallRow(DictRecord):
+    _tuples = ("batches_per_sec_ci",)  # from JSON's lists back to a tuple
     index: int
     label: str
     unit: str | None  # what the cut yields: "elements" or "batches"
@@ -145,14 +147,6 @@ class WaterfallRow:
     elements: int  # elements (or batches) counted in the timed window
     stop_reason: str | None
     reason: str | None  # why the rate is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> WaterfallRow:
-        ci = d.get("batches_per_sec_ci")
-        return cls(**{**d, "batches_per_sec_ci": None if ci is None else tuple(ci)})
 
 
 @dataclass(frozen=True)

@@ -255,32 +255,29 @@ class Measure:
         self.state.transfer_worker_cpu = cpu.read()[0]
 
     def count(self, target: str, n: int | None, cluster: LocalCluster | None) -> None:
-        from pipediag.modes.scale import open_feed
-
         tag = "remote" if n is None else f"{n}w"
         record: dict[str, Any] = {"workers": n}
         self.state.counts.append(record)
         if cluster is not None:
             cluster.check()
         cpu = WorkerCpu(cluster)
-        feed = open_feed(self.dataset, target, self.processing_mode, self.batch_format, self.contact_timeout_s,
-                         self.check)
-        try:
-            record["input_only"] = self._run(f"{tag}_input_only", f"{tag} input", feed, False)
-        finally:
-            self._restarts(feed, f"{tag} input")
-            feed.close()
-            release()
-            self.check()
+        self._measure(record, "input_only", target, tag, "input", fed=False)
         record["worker_cpu_pct"], record["worker_cpu_reason"] = cpu.read()
         if cluster is not None:
             cluster.check()
+        self._measure(record, "fed", target, tag, "step", fed=True)
+
+    def _measure(self, record: dict[str, Any], key: str, target: str, tag: str, what: str, *, fed: bool) -> None:
+        """One timed run through a fresh feed from `target` into record[key] (the input alone, or
+        the step fed); the feed is closed and its memory released whatever happens."""
+        from pipediag.modes.scale import open_feed
+
         feed = open_feed(self.dataset, target, self.processing_mode, self.batch_format, self.contact_timeout_s,
                          self.check)
         try:
-            record["fed"] = self._run(f"{tag}_fed", f"{tag} step", feed, True)
+            record[key] = self._run(f"{tag}_{key}", f"{tag} {what}", feed, fed)
         finally:
-            self._restarts(feed, f"{tag} step")
+            self._restarts(feed, f"{tag} {what}")
             feed.close()
             release()
             self.check()

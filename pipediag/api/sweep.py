@@ -30,17 +30,6 @@ from pipediag.records.run import StopRule
 from pipediag.results.sweep import SWEEP_MODES, Sweep, SweepPoint
 
 
-def parse_batch_sizes(text: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise UsageError(f"--batch-sizes {text!r} is not a list of integers", "write e.g. --batch-sizes 16,32,64,128") from None
-    if len(sizes) < 2 or any(b <= 0 for b in sizes) or len(set(sizes)) != len(sizes):
-        raise UsageError(f"--batch-sizes {text!r}: give at least two different positive sizes",
-                         "write e.g. --batch-sizes 16,32,64,128")
-    return tuple(sorted(sizes))
-
-
 def _examples(rate: float | None, batch_size: int) -> float | None:
     return None if rate is None else rate * batch_size
 

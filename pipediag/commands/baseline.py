@@ -17,6 +17,7 @@ from pipediag.commands.common import (
     exit_code_for,
     positive_float,
     positive_int,
+    positive_int_list,
     print_and_write,
     with_progress,
 )
@@ -24,13 +25,8 @@ from pipediag.errors import UsageError
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of integers (write e.g. 16,32,64)") from None
-    if not sizes or any(b <= 0 for b in sizes):
-        raise argparse.ArgumentTypeError("give one or more positive batch sizes, e.g. 16,32,64")
-    return sizes
+    return positive_int_list(text, f"{text!r} is not a list of integers (write e.g. 16,32,64)",
+                             "give one or more positive batch sizes, e.g. 16,32,64")
 
 
 def register(sub) -> None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -53,24 +55,49 @@ def with_progress(args: argparse.Namespace, err: Console, call, display=None):
         return call(progress)
 
 
-def positive_float(text: str) -> float:
+_Number = TypeVar("_Number", int, float)
+
+
+def _positive(text: str, kind: Callable[[str], _Number], what: str, must: str) -> _Number:
     try:
-        value = float(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
     if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
+        raise argparse.ArgumentTypeError(must)
     return value
+
+
+def comma_ints(text: str) -> tuple[int, ...]:
+    """`16,32,64` -> (16, 32, 64), empty parts ignored; ValueError when a part is not an integer
+    (each option says what it wants in its own words)."""
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
+def positive_int_list(text: str, not_ints: str, not_positive: str) -> tuple[int, ...]:
+    """`16,32,64` -> (16, 32, 64); an argparse error in the option's own words when a part is not
+    an integer (`not_ints`), or when none is given or one is not positive (`not_positive`)."""
+    try:
+        values = comma_ints(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(not_ints) from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(not_positive)
+    return values
+
+
+def positive_ints(text: str) -> list[int]:
+    """`1,2,4` -> [1, 2, 4]."""
+    return list(positive_int_list(text, f"{text!r} is not a comma-separated list of integers",
+                                  "give positive integers, e.g. 1,2,4"))
+
+
+def positive_float(text: str) -> float:
+    return _positive(text, float, "a number", "must be positive")
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return value
+    return _positive(text, int, "an integer", "must be a positive integer")
 
 
 def add_output_arguments(p: argparse.ArgumentParser, json: bool = True, save_alias: bool = False,

@@ -12,6 +12,7 @@ from pipediag.commands.common import (
     exit_code_for,
     positive_float,
     positive_int,
+    positive_ints,
     print_and_write,
     with_progress,
 )
@@ -21,17 +22,6 @@ from pipediag.commands.diagnose import (
     add_target_arguments,
     checked_target,
 )
-
-
-def positive_ints(text: str) -> list[int]:
-    """`1,2,4` -> [1, 2, 4]."""
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not values or any(v <= 0 for v in values):
-        raise argparse.ArgumentTypeError("give positive integers, e.g. 1,2,4")
-    return values
 
 
 def register(sub) -> None:

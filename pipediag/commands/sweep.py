@@ -10,6 +10,7 @@ from rich.console import Console
 from pipediag.commands.common import (
     add_output_arguments,
     check_outputs,
+    comma_ints,
     exit_code_for,
     positive_int,
     print_and_write,
@@ -17,6 +18,17 @@ from pipediag.commands.common import (
 )
 from pipediag.commands.diagnose import add_target_arguments
 from pipediag.errors import UsageError
+
+
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = comma_ints(text)
+    except ValueError:
+        raise UsageError(f"--batch-sizes {text!r} is not a list of integers", "write e.g. --batch-sizes 16,32,64,128") from None
+    if len(sizes) < 2 or any(b <= 0 for b in sizes) or len(set(sizes)) != len(sizes):
+        raise UsageError(f"--batch-sizes {text!r}: give at least two different positive sizes",
+                         "write e.g. --batch-sizes 16,32,64,128")
+    return tuple(sorted(sizes))
 
 
 def register(sub) -> None:
@@ -55,7 +67,7 @@ def _memory_limit(megabytes: int, nvml_lib=None):
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from pipediag.api.sweep import parse_batch_sizes, sweep
+    from pipediag.api.sweep import sweep
     from pipediag.builder import target as targets
     from pipediag.commands.common import options_from_args
     from pipediag.report.terminal.sweep import render_sweep

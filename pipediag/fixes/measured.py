@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from pipediag.analysis.ablation import Ablation, ChangeEffect, classify
 from pipediag.analysis.modes import ModeSummary, Ratio, rate_ratio
 from pipediag.records.change import Change
-from pipediag.verdict.rules import Verdict
+from pipediag.records.verdict import Verdict
 
 if TYPE_CHECKING:
     from pipediag.fixes.recommend import Fix

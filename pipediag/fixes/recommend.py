@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from pipediag.analysis.ablation import MIN_GAIN, Ablation
 from pipediag.analysis.buffers import SUGGESTED_BUFFER_SHARE, BufferEstimate, shuffle_buffers
@@ -36,23 +35,25 @@ from pipediag.fixes.measured import Measured, alone_basis, interval_text, measur
 from pipediag.records.change import Change
 from pipediag.records.container import ContainerLimits
 from pipediag.records.kinds import FixKind
+from pipediag.records.record import DictRecord
 from pipediag.records.stage import Stage
-from pipediag.verdict.container import throttled
-from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
-from pipediag.verdict.rules import (
+from pipediag.records.verdict import (
     GPU_LIMIT_MEMORY_BANDWIDTH,
     GPU_LIMIT_SMALL_KERNELS,
     MEMORY_SOURCE_BUFFERS,
     Verdict,
-    classify_cpu,
 )
+from pipediag.verdict.container import throttled
+from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
+from pipediag.verdict.rules import classify_cpu
 from pipediag.verdict.thresholds import INPUT_WAIT_HIGH
 
 __all__ = ["MIN_GAIN", "Fix", "Recommendation", "recommend"]
 
 
 @dataclass(frozen=True)
-class Fix:
+class Fix(DictRecord):
+    _tuples = ("speedup_ci",)  # from JSON's lists back to a tuple
     kind: FixKind
     stage: str | None
     title: str
@@ -60,14 +61,6 @@ class Fix:
     measured_speedup: float | None  # tuned / pipeline throughput, when measured
     speedup_ci: tuple[float, float] | None
     basis: str  # what supports it: the measurement, or the reason it is offered unmeasured
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Fix:
-        ci = d.get("speedup_ci")
-        return cls(**{**d, "speedup_ci": None if ci is None else tuple(ci)})
 
 
 def _fix(kind: str, stage: str | None, basis: str, speedup=None, ci=None, **details) -> Fix:

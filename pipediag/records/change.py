@@ -6,14 +6,15 @@ TensorFlow side applies them to the graph, and the fixes and report read them.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipediag.records.kinds import ChangeKind
+from pipediag.records.record import DictRecord
 
 
 @dataclass(frozen=True)
-class Change:
+class Change(DictRecord):
     kind: ChangeKind  # the fix kind it corresponds to
     stage: str | None  # the user's stage it touches, as they wrote it: "map(decode_example)"
     node: str | None  # the graph node, for the TensorFlow side
@@ -27,20 +28,6 @@ class Change:
         """Names this change among the others (a kind applies at most once per stage)."""
         return f"{self.kind}@{self.node or 'pipeline'}"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Change:
-        return cls(**data)
-
     def skipped(self, reason: str, **details: Any) -> Change:
-        return Change(
-            kind=self.kind,
-            stage=self.stage,
-            node=self.node,
-            description=self.description,
-            applied=False,
-            reason=reason,
-            details={**self.details, **details},
-        )
+        """This change, left out for `reason`, with `details` added to its own."""
+        return replace(self, applied=False, reason=reason, details={**self.details, **details})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-# What limits training (verdict.rules): the step, the input pipeline, memory, the host's CPU, or
+# What limits training (records.verdict, decided by verdict.rules): the step, the input pipeline, memory, the host's CPU, or
 # not decidable from the numbers measured.
 Bottleneck = Literal["compute", "input", "memory", "host", "inconclusive"]
 Confidence = Literal["high", "medium", "low"]

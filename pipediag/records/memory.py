@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pipediag.records.record import DictRecord
+
 
 @dataclass(frozen=True)
-class FrameworkMemory:
+class FrameworkMemory(DictRecord):
     framework: str  # jax | torch | tensorflow
     api: str  # the call the numbers come from
     device: str
@@ -15,13 +17,6 @@ class FrameworkMemory:
     in_use_bytes: int | None
     limit_bytes: int | None  # what the framework may use on this device, when it says
     scope: str  # mode | process
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> FrameworkMemory:
-        return cls(**d)
 
 
 @dataclass

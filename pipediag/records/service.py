@@ -5,23 +5,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pipediag.records.record import DictRecord
+
 
 @dataclass(frozen=True)
-class ServerInfo:
+class ServerInfo(DictRecord):
+    _tuples = ("cores",)  # from JSON's lists back to a tuple
     role: str  # dispatcher | worker
     pid: int
     port: int
     cores: tuple[int, ...] | None  # the CPU cores it may run on; None where the OS cannot say
     pinned: bool  # pipediag pinned it to those cores
     start_s: float  # from launch to serving (importing TensorFlow is most of it)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ServerInfo:
-        cores = d.get("cores")
-        return cls(**{**d, "cores": None if cores is None else tuple(cores)})
 
 
 @dataclass(frozen=True)

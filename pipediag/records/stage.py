@@ -6,8 +6,9 @@ fixes and report code, none of which needs TensorFlow for it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+
+from pipediag.records.record import DictRecord
 
 AUTOTUNE = -1
 
@@ -89,7 +90,7 @@ FILE_READER_OPS = {
 
 
 @dataclass(frozen=True)
-class Stage:
+class Stage(DictRecord):
     """One transformation of the pipeline, numbered from the source (0) to the output."""
 
     index: int
@@ -124,13 +125,6 @@ class Stage:
             size = "AUTOTUNE" if self.buffer_size == AUTOTUNE else str(self.buffer_size)
             return f"{self.kind}({size})"
         return self.kind
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Stage:
-        return cls(**data)
 
 
 def is_serial(stage: Stage) -> bool:

@@ -12,6 +12,7 @@ from pipediag.errors import UsageError
 from pipediag.records.environment import Environment
 from pipediag.records.header import SCHEMA_VERSION, created_now, file_header, header_fields
 from pipediag.records.kinds import PointStatus, Status, StopReason
+from pipediag.records.record import with_tuples
 from pipediag.records.run import ErrorInfo
 
 KIND = "baseline"
@@ -60,10 +61,7 @@ class BaselinePoint:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BaselinePoint:
-        d = dict(d)
-        for key in ("samples_per_sec_ci", "step_ms_p50_ci"):
-            if d.get(key) is not None:
-                d[key] = tuple(d[key])
+        d = with_tuples(d, ("samples_per_sec_ci", "step_ms_p50_ci"))
         d["step_ns"] = tuple(d.get("step_ns", ()))
         if d.get("peak_memory") is not None:
             d["peak_memory"] = PeakMemory(**d["peak_memory"])

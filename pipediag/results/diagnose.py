@@ -34,7 +34,7 @@ from pipediag.records.run import ModeRun
 from pipediag.records.stage import Stage
 from pipediag.records.stall import StallInfo
 from pipediag.records.step import StepInfo
-from pipediag.verdict.rules import Verdict
+from pipediag.records.verdict import Verdict
 
 MODE_NAMES = ("synthetic", "pipeline", "input_only", "tuned")
 

@@ -12,6 +12,7 @@ from pipediag.records.environment import Environment
 from pipediag.records.header import SCHEMA_VERSION, created_now, run_header, run_header_fields
 from pipediag.records.kinds import Bottleneck, PointStatus, Status
 from pipediag.records.memory import MemoryLimit
+from pipediag.records.record import with_tuples
 from pipediag.records.run import ErrorInfo
 from pipediag.records.step import StepInfo
 
@@ -63,10 +64,7 @@ class SweepPoint:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SweepPoint:
-        d = dict(d)
-        for key in ("examples_per_sec_ci", "pipeline_examples_per_sec_ci"):
-            if d.get(key) is not None:
-                d[key] = tuple(d[key])
+        d = with_tuples(d, ("examples_per_sec_ci", "pipeline_examples_per_sec_ci"))
         if d.get("peak_memory") is not None:
             d["peak_memory"] = PeakMemory(**d["peak_memory"])
         if d.get("error") is not None:

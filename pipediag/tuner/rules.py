@@ -106,20 +106,26 @@ def _per_element_draws(change: Change) -> Change:
     return Change(**{**change.to_dict(), "details": {**change.details, "draws": "per_element"}})
 
 
+def _unless(change: Change, stage: Stage, skips: tuple[tuple[bool, str | None], ...]) -> Change:
+    """The change skipped for the first reason whose condition holds; else the change, with
+    per-element draws noted when its stage is random."""
+    for holds, reason in skips:
+        if holds:
+            return change.skipped(reason)
+    return _per_element_draws(change) if stage.is_random else change
+
+
 def parallel_map_changes(stages: list[Stage], facts: TuningFacts) -> list[Change]:
     changes = []
     for s in stages:
         if s.kind != "map":
             continue
         change = _at(s, "parallel_map", f"{s.label}: num_parallel_calls=AUTOTUNE, deterministic order (was serial)")
-        if s.writes_state:
-            changes.append(change.skipped("its function writes state (variables or tables): parallel calls would change results"))
-        elif not (s.is_random or s.has_py_function) and facts.map_parallelization_on:
-            changes.append(change.skipped("stateless: TensorFlow's map_parallelization already runs it in parallel"))
-        elif s.is_random:
-            changes.append(_per_element_draws(change))
-        else:
-            changes.append(change)
+        changes.append(_unless(change, s, (
+            (s.writes_state, "its function writes state (variables or tables): parallel calls would change results"),
+            (not (s.is_random or s.has_py_function) and facts.map_parallelization_on,
+             "stateless: TensorFlow's map_parallelization already runs it in parallel"),
+        )))
     return changes
 
 
@@ -174,14 +180,7 @@ def decode_crop_change(stage: Stage, not_found: str | None, crop_size: tuple[int
     details.update({key: value for key, value in (form or {}).items() if value})
     if decode_stage is not None:
         details.update(decode_stage=decode_stage.label, decode_node=decode_stage.node, tfds=tfds, feature=feature)
-    change = Change(
-        kind="decode_crop",
-        stage=stage.label,
-        node=stage.node,
-        description=description,
-        applied=True,
-        details=details,
-    )
+    change = _at(stage, "decode_crop", description, details=details)
     if not_found is not None:
         return change.skipped(not_found)
     return change
@@ -275,20 +274,14 @@ def vectorize_changes(stages: list[Stage], cached_upto: int | None = None,
                      f"{after.label} before {s.label}: {s.function} runs once per batch instead of once per element",
                      details={"batch_node": after.node, "batch_size": size, "function": s.function})
         per_call = (draws or {}).get(s.node, "it draws random numbers: one draw per batch would differ from one per element")
-        if s.is_random and per_call is not None:
-            changes.append(change.skipped(per_call))
-        elif s.has_py_function:
-            changes.append(change.skipped("it calls Python (tf.py_function), which cannot take a whole batch for it"))
-        elif s.writes_state:
-            changes.append(change.skipped("its function writes state"))
-        elif size is None or size <= 0:
-            changes.append(change.skipped(f"the batch size of {after.label} is not a constant"))
-        elif cached_upto is not None and s.index <= cached_upto:
-            changes.append(change.skipped("its output is cached: its work is done once, not every epoch"))
-        elif s.is_random:
-            changes.append(_per_element_draws(change))
-        else:
-            changes.append(change)
+        changes.append(_unless(change, s, (
+            (s.is_random and per_call is not None, per_call),
+            (s.has_py_function, "it calls Python (tf.py_function), which cannot take a whole batch for it"),
+            (s.writes_state, "its function writes state"),
+            (size is None or size <= 0, f"the batch size of {after.label} is not a constant"),
+            (cached_upto is not None and s.index <= cached_upto,
+             "its output is cached: its work is done once, not every epoch"),
+        )))
     return changes
 
 
@@ -327,14 +320,8 @@ def batch_csv_change(reader: Stage, batch: Stage | None, problem: str | None, sc
     lines = "TextLineDataset" + (", its header line skipped" if header else "")
     description = (f"{reader.label} parses the CSV one row at a time: read the lines instead ({lines}), "
                    f"{batch.label if batch else 'batch'} them, and parse each batch with one decode_csv call")
-    change = Change(
-        kind="vectorize_map",
-        stage=reader.label,
-        node=reader.node,
-        description=description,
-        applied=True,
-        details={"form": "csv", "batch_node": batch.node if batch else None, "batch_size": size, **(details or {})},
-    )
+    change = _at(reader, "vectorize_map", description,
+                 details={"form": "csv", "batch_node": batch.node if batch else None, "batch_size": size, **(details or {})})
     if problem is not None:
         return change.skipped(problem)
     if scan is not None and scan.spanning is not None:

@@ -6,10 +6,10 @@ B is the change and A the baseline: every ratio is B's throughput over A's.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from pipediag.analysis.compare import RatioInterval
+from pipediag.records.record import DictRecord
 
 FASTER, SLOWER, NO_DIFFERENCE, INCONCLUSIVE = "faster", "slower", "no_significant_difference", "inconclusive"
 VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE, INCONCLUSIVE)
@@ -21,20 +21,13 @@ DEFAULT_EQUIVALENCE = 0.05
 
 
 @dataclass(frozen=True)
-class ComparisonVerdict:
+class ComparisonVerdict(DictRecord):
     verdict: str  # faster | slower | no_significant_difference | inconclusive
     headline: str
     equivalent: bool  # the interval lies within 1 ± equivalence
     regression: bool | None  # --fail-if-slower P: B slower than A by more than P, with confidence
     slower_limit: float | None  # P as a fraction (0.05), when a gate was asked for
     reason: str | None = None  # inconclusive: why
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ComparisonVerdict:
-        return cls(**d)
 
 
 def _signed(ratio: float) -> str:

@@ -72,7 +72,7 @@ def container_evidence(modes: dict[str, ModeSummary | None],
 
 
 def with_container(verdict, modes: dict[str, ModeSummary | None], container: ContainerLimits | None):
-    """The verdict with the container's evidence and facts added (verdict.rules.Verdict)."""
+    """The verdict with the container's evidence and facts added (records.verdict.Verdict)."""
     lines, facts = container_evidence(modes, container)
     if not lines and not facts:
         return verdict

@@ -24,6 +24,7 @@ from typing import Any
 
 from pipediag.analysis.handover import Handover
 from pipediag.analysis.modes import ModeSummary, rate_ratio
+from pipediag.records.verdict import lower
 from pipediag.verdict import thresholds as T
 
 HOST_LIMIT_HANDOVER = "handover"  # facts["host_limit"]: the hand-over of each batch limits training
@@ -88,7 +89,7 @@ def host_edge_verdict(edge: HandoverEdge, synthetic: ModeSummary, handover: Hand
     gpu_idle = synthetic.gpu_util_pct is not None and synthetic.gpu_util_pct < T.GPU_BUSY_FOR_COMPUTE_PCT
     confidence = "high" if gpu_idle else "medium"
     if noisy:
-        confidence = {"high": "medium", "medium": "low"}[confidence]
+        confidence = lower(confidence)
     share = edge.facts.get("handover_over_free_step")
     size = f", {share:.2f}x the free step" if share is not None else ""
     return confidence, (f"host-bound at the hand-over: giving each batch to the step costs {handover.ms_mean:.3f} ms"

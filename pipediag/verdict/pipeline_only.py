@@ -21,8 +21,10 @@ so is how much faster the step would run with free input. Every verdict says so 
 from __future__ import annotations
 
 from pipediag.analysis.modes import ModeSummary, input_side_cpu
+from pipediag.records.verdict import Verdict, lower
 from pipediag.verdict import thresholds as T
-from pipediag.verdict.rules import Verdict, classify_cpu
+from pipediag.verdict.rules import classify_cpu
+from pipediag.verdict.text import pct
 
 # Below this median wait, the wait is of the same order as taking a ready batch at all: an eager
 # `next(iterator)` dispatches an op and crosses from Python to TensorFlow's runtime, which costs
@@ -35,14 +37,6 @@ CAVEAT = (
     "pipediag cannot tell how fast the step or the pipeline could go, nor see preprocessing slowing the step "
     "down; `pipediag diagnose` on your dataset builder measures that, with fixes"
 )
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
-
-
-def _lower(confidence: str) -> str:
-    return {"high": "medium", "medium": "low", "low": "low"}[confidence]
 
 
 def decide_pipeline_only(m: ModeSummary | None, unmeasured_wait_reason: str | None = None) -> Verdict:
@@ -58,7 +52,7 @@ def decide_pipeline_only(m: ModeSummary | None, unmeasured_wait_reason: str | No
             return Verdict(
                 "memory", "medium", "host memory nearly exhausted during training",
                 (f"available host memory fell to {m.host_available_min_bytes / 2**30:.2f} GiB "
-                 f"({_pct(frac)} of {m.host_total_bytes / 2**30:.1f} GiB)", CAVEAT),
+                 f"({pct(frac)} of {m.host_total_bytes / 2**30:.1f} GiB)", CAVEAT),
                 facts={"host_available_frac": frac},
             )
     if m.steps < T.MIN_STEPS or m.input_wait_frac is None:
@@ -74,7 +68,7 @@ def decide_pipeline_only(m: ModeSummary | None, unmeasured_wait_reason: str | No
     )
     facts = {"input_wait_frac": wait, "batches_per_sec": m.batches_per_sec}
     evidence = [
-        f"training waited for the next batch {_pct(wait)} of the time ({m.steps} steps, "
+        f"training waited for the next batch {pct(wait)} of the time ({m.steps} steps, "
         f"median wait {m.wait_ms_median:.2f} ms, median rest of the step {m.compute_ms_median:.2f} ms)",
         f"training ran at {m.batches_per_sec:.1f} batches/s",
     ]
@@ -85,7 +79,7 @@ def decide_pipeline_only(m: ModeSummary | None, unmeasured_wait_reason: str | No
         high = wait >= T.INPUT_WAIT_HIGH
         confidence = "medium" if high else "low"
         if noisy:
-            confidence = _lower(confidence)
+            confidence = lower(confidence)
         if m.wait_ms_median is not None and m.wait_ms_median < SHORT_WAIT_MS:
             confidence = "low"
             evidence.append(f"each wait is short ({m.wait_ms_median:.2f} ms median): part of it is the cost of taking "
@@ -101,7 +95,7 @@ def decide_pipeline_only(m: ModeSummary | None, unmeasured_wait_reason: str | No
 
     mem, total = m.gpu_memory_used_max_bytes, m.gpu_memory_total_bytes
     if mem is not None and total and mem / total >= T.GPU_MEMORY_FULL_FRAC:
-        evidence += [f"GPU memory {_pct(mem / total)} full ({mem / 2**30:.1f} of {total / 2**30:.1f} GiB); frameworks "
+        evidence += [f"GPU memory {pct(mem / total)} full ({mem / 2**30:.1f} of {total / 2**30:.1f} GiB); frameworks "
                      "may preallocate, so this is an upper bound on real use", CAVEAT]
         return Verdict("memory", "low", "GPU memory is nearly full", tuple(evidence), facts=facts)
     confidence = "low" if noisy else "medium"

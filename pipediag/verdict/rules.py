@@ -26,16 +26,16 @@ affinity), and every verdict gets the container's CPU limit as evidence: a mode 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pipediag.analysis.buffers import BufferEstimate
-from pipediag.analysis.gpu import Gpm
 from pipediag.analysis.handover import Handover
 from pipediag.analysis.modes import InputSideCpu, ModeSummary, Ratio, input_side_cpu, rate_ratio
 from pipediag.records.container import ContainerLimits, cores_text
-from pipediag.records.kinds import Bottleneck, Confidence
+from pipediag.records.verdict import CpuPattern, Verdict, lower
 from pipediag.verdict import thresholds as T
+from pipediag.verdict.busy_gpu import busy_gpu_verdict
 from pipediag.verdict.container import with_container
 from pipediag.verdict.contention import (
     contended_by_others,
@@ -47,54 +47,8 @@ from pipediag.verdict.contention import (
 )
 from pipediag.verdict.gpu import gpm_facts, gpm_text, gpu_edges, memory_full
 from pipediag.verdict.handover_edge import handover_edge, handover_facts, host_edge_verdict
-from pipediag.verdict.text import pct, pct_or_na
-
-# facts["gpu_limit"]: what GPM says limits the step on the GPU, when it could tell.
-GPU_LIMIT_SMALL_KERNELS = "small_kernels"
-GPU_LIMIT_MEMORY_BANDWIDTH = "memory_bandwidth"
-GPU_LIMIT_MATH = "math"
-
-# facts["memory_source"] for a memory verdict about the pipeline's own buffers.
-MEMORY_SOURCE_BUFFERS = "pipeline_buffers"
-
-BOTTLENECKS = ("input", "compute", "memory", "host", "inconclusive")
-
-
-@dataclass(frozen=True)
-class CpuPattern:
-    kind: str  # saturated | one_core | idle | partial
-    text: str
-
-
-@dataclass(frozen=True)
-class Verdict:
-    bottleneck: Bottleneck
-    confidence: Confidence
-    headline: str
-    evidence: tuple[str, ...]
-    reason: str | None = None  # for inconclusive: why no verdict
-    cpu_pattern: CpuPattern | None = None
-    facts: dict[str, Any] = field(default_factory=dict)  # the key numbers, for machines
-    stage: str | None = None  # the stage the verdict blames, when it blames one: "shuffle(10922)"
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["evidence"] = list(self.evidence)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Verdict:
-        pattern = d.get("cpu_pattern")
-        return cls(
-            bottleneck=d["bottleneck"],
-            confidence=d["confidence"],
-            headline=d["headline"],
-            evidence=tuple(d["evidence"]),
-            reason=d.get("reason"),
-            cpu_pattern=None if pattern is None else CpuPattern(**pattern),
-            facts=dict(d.get("facts", {})),
-            stage=d.get("stage"),
-        )
+from pipediag.verdict.memory import memory_verdict
+from pipediag.verdict.text import pct
 
 
 def _cores(values: tuple[float, ...]) -> str:
@@ -128,10 +82,6 @@ def classify_cpu(side: InputSideCpu) -> CpuPattern:
             io = ": I/O latency or sleeping reads, not computation"
         return CpuPattern("idle", f"CPUs mostly idle {where} ({busy}; {per_core}){io}")
     return CpuPattern("partial", f"CPUs partly busy {where} ({busy}; {per_core})")
-
-
-def _lower(confidence: str) -> str:
-    return {"high": "medium", "medium": "low", "low": "low"}[confidence]
 
 
 def _noisy(m: ModeSummary) -> bool:
@@ -180,7 +130,7 @@ class _Reading:
 def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers: Sequence[BufferEstimate],
             ram_budget_bytes: int | None, handover: Handover | None, container: ContainerLimits | None) -> Verdict:
     present = [m for m in modes.values() if m is not None]
-    memory = _memory_verdict(present, buffers, ram_budget_bytes, container)  # 1. memory
+    memory = memory_verdict(present, buffers, ram_budget_bytes, container)  # 1. memory
     if memory is not None:
         return memory
     too_few = _too_few_steps(modes.get("synthetic"), modes.get("pipeline"))  # 2. enough to go on?
@@ -191,37 +141,6 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
     if found is not None:
         return found
     return _step_verdict(reading, gpu_expected)  # 4-6. the step is the limit
-
-
-def _memory_verdict(present: list[ModeSummary], buffers: Sequence[BufferEstimate], ram_budget_bytes: int | None,
-                    container: ContainerLimits | None) -> Verdict | None:
-    """1. memory: a real out-of-memory error, or the host running out; None when neither."""
-    for m in present:
-        if m.stop_reason == "out_of_memory":
-            msg = m.error.message.splitlines()[0][:200] if m.error else "out of memory"
-            return Verdict(
-                "memory", "high",
-                f"the step ran out of memory in {m.name} mode",
-                (f"{m.error.type if m.error else 'error'} from {m.error.framework if m.error else 'the step'}: {msg}",
-                 f"{m.name} mode stopped after {m.steps} timed steps"),
-                facts={"oom_mode": m.name},
-            )
-    for m in present:
-        if m.host_available_min_bytes is not None and m.host_total_bytes:
-            frac = m.host_available_min_bytes / m.host_total_bytes
-            if frac < T.HOST_MEMORY_LOW_FRAC:
-                return Verdict(
-                    "memory", "medium",
-                    f"host memory nearly exhausted in {m.name} mode",
-                    (f"available host memory fell to {m.host_available_min_bytes / 2**30:.2f} GiB "
-                     f"({pct(frac)} of {m.host_total_bytes / 2**30:.1f} GiB)",
-                     f"process RSS peaked at {(m.rss_max_bytes or 0) / 2**30:.2f} GiB: shuffle buffers and caches live here"),
-                    facts={"host_available_frac": frac},
-                )
-    near_limit = _near_memory_limit(present, container)
-    if near_limit is not None:
-        return near_limit
-    return _buffers_over_budget(buffers, ram_budget_bytes, present, container)
 
 
 def _too_few_steps(synthetic: ModeSummary | None, pipeline: ModeSummary | None) -> Verdict | None:
@@ -325,7 +244,7 @@ def _waiting(r: _Reading, *, explained: bool) -> Verdict | None:
     high = wait >= T.INPUT_WAIT_HIGH
     confidence = "high" if high and gap is not None and gap.clearly_above_one else ("medium" if high else "low")
     if r.noisy:
-        confidence = _lower(confidence)
+        confidence = lower(confidence)
     if r.pattern:
         r.evidence.append(r.pattern.text)
     if r.headroom and r.headroom.value >= T.INPUT_HEADROOM:
@@ -414,7 +333,7 @@ def _step_verdict(r: _Reading, gpu_expected: bool) -> Verdict:
         if on_line:
             # A reading within its spread of a line could land on the other side next run: the
             # verdict still follows the reading, but says how close it was, with less confidence.
-            confidence = _lower(confidence)
+            confidence = lower(confidence)
             facts["edges"] = facts.get("edges", []) + [e.to_dict() for e in on_line]
             evidence.append("; ".join(e.text() for e in on_line)
                             + ": within its spread of the line, so another run could read the other side; "
@@ -425,11 +344,11 @@ def _step_verdict(r: _Reading, gpu_expected: bool) -> Verdict:
                 "host-bound: even with free input the GPU is mostly idle (per-step overhead)",
                 tuple(evidence), facts=facts,
             )
-        return _busy_gpu(gpm, gpu_util, confidence, evidence, facts)
+        return busy_gpu_verdict(gpm, gpu_util, confidence, evidence, facts)
     reason = synthetic.gpu_util_reason or "no GPU readings"
     evidence.append(f"no GPU data ({reason}): the step ran on the CPU, so host and compute cannot be told apart")
     return Verdict(
-        "compute", _lower(confidence) if gpu_expected else confidence,
+        "compute", lower(confidence) if gpu_expected else confidence,
         "compute-bound: the step itself is the limit, not the input",
         tuple(evidence), facts=facts,
     )
@@ -470,125 +389,3 @@ def nothing_left_to_change(verdict: Verdict, left_out: Sequence[tuple[str, str |
     return replace(verdict, evidence=verdict.evidence + (text,),
                    facts={**verdict.facts, "input_changes_left": 0})
 
-
-def _gib(nbytes: float) -> str:
-    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.0f} MiB"
-
-
-def _near_memory_limit(present: list[ModeSummary], container: ContainerLimits | None) -> Verdict | None:
-    """This process's RSS came within HOST_MEMORY_LOW_FRAC of the container's memory limit: the
-    kernel kills the job at the limit, whatever the host has free. RSS is a lower bound of what
-    the cgroup is charged (its page cache counts too), so a peak this close is already too close."""
-    limit = container.memory_limit_bytes if container is not None else None
-    if not limit:
-        return None
-    for m in present:
-        if m.rss_max_bytes is not None and m.rss_max_bytes >= (1 - T.HOST_MEMORY_LOW_FRAC) * limit:
-            return Verdict(
-                "memory", "medium",
-                f"the container's memory limit is nearly reached in {m.name} mode",
-                (f"process RSS peaked at {_gib(m.rss_max_bytes)}, {pct(m.rss_max_bytes / limit)} of the container's "
-                 f"memory limit of {_gib(limit)} (the host has {_gib(container.host_memory_bytes or 0)}): at the "
-                 "limit the kernel kills the job",
-                 "shuffle buffers and caches live in this memory"),
-                facts={"memory_limit_bytes": limit, "rss_max_bytes": m.rss_max_bytes},
-            )
-    return None
-
-
-def _buffers_over_budget(buffers: Sequence[BufferEstimate], ram_budget_bytes: int | None,
-                         present: list[ModeSummary], container: ContainerLimits | None = None) -> Verdict | None:
-    """The shuffle buffers alone hold more host memory than the job may use. The estimate is
-    buffer size (graph) x bytes per element (sampled): measured evidence, not a guess. The
-    process's RSS peak says how far it is confirmed: over the budget too (high), not read
-    (medium), or within it (low: the estimate and the measurement disagree)."""
-    if not buffers:
-        return None
-    total = next((m.host_total_bytes for m in present if m.host_total_bytes), None)
-    limit = container.memory_limit_bytes if container is not None else None
-    if ram_budget_bytes:
-        budget, whose, source = ram_budget_bytes, "the RAM budget (--ram-budget-mb)", "given"
-    elif limit and (total is None or limit < total):
-        budget, whose, source = limit, "the container's memory limit", "container_limit"
-    else:
-        budget, whose, source = total, "this host's memory", "host_total"
-    held = sum(b.total_bytes for b in buffers)
-    if not budget or held <= T.BUFFERS_OVER_BUDGET_FRAC * budget:
-        return None
-    biggest = max(buffers, key=lambda b: b.total_bytes)
-    evidence = [
-        f"`{biggest.stage}` holds ~{_gib(biggest.total_bytes)} of host memory: {biggest.elements} elements x "
-        f"{biggest.bytes_per_element / 2**10:.0f} KiB (buffer size from the graph, bytes per element measured on "
-        "sampled elements); a shuffle fills its whole buffer before the first element comes out",
-        f"the pipeline's shuffle buffers hold ~{_gib(held)}, {held / budget:.1f}x {whose} of {_gib(budget)}: "
-        "under a hard memory limit of that size the job is killed while the buffer fills",
-    ]
-    rss = max((m.rss_max_bytes for m in present if m.rss_max_bytes), default=None)
-    if rss is None:
-        confidence = "medium"
-        evidence.append("this process's memory (RSS) was not read, so the estimate is not confirmed by a measurement")
-    elif rss > budget:
-        confidence = "high"
-        evidence.append(f"this process's RSS peaked at {_gib(rss)}, over {whose} too")
-    else:
-        confidence = "low"
-        evidence.append(f"but this process's RSS peaked at only {_gib(rss)}, within {whose}: the estimate and the "
-                        "measurement disagree (elements sharing memory, or a buffer that never filled)")
-    if biggest.total_bytes > budget:
-        headline = f"host memory: `{biggest.stage}` alone holds more than {whose} allows"
-    else:
-        headline = f"host memory: the shuffle buffers (most in `{biggest.stage}`) hold more than {whose} allows"
-    return Verdict(
-        "memory", confidence, headline,
-        tuple(evidence),
-        facts={"memory_source": MEMORY_SOURCE_BUFFERS, "buffer_bytes": held, "ram_budget_bytes": budget,
-               "ram_budget_source": source, "rss_max_bytes": rss},
-        stage=biggest.stage,
-    )
-
-
-def _busy_gpu(gpm: Gpm | None, gpu_util: float, confidence: str, evidence: list[str], facts: dict) -> Verdict:
-    """NVML says the GPU is busy with free input. GPM, when there, says with what."""
-    if gpm is None or gpm.sm_active_pct is None:
-        return Verdict("compute", confidence, "compute-bound: the step itself is the limit", tuple(evidence), facts=facts)
-    while_busy = facts["sm_active_while_busy_pct"]
-    if while_busy is not None and while_busy < T.SM_ACTIVE_WHILE_BUSY_LOW_PCT:
-        evidence.append(
-            f"while a kernel ran, only {while_busy:.0f}% of the SMs had work on average (SM activity "
-            f"{gpm.sm_active_pct:.0f}% / GPU busy {gpu_util:.0f}%): kernels too small to fill the GPU, launched one "
-            "after another"
-        )
-        return Verdict(
-            "host", confidence,
-            "host-bound: the GPU is busy but barely working (small kernels, launch overhead)",
-            tuple(evidence), facts={**facts, "gpu_limit": GPU_LIMIT_SMALL_KERNELS},
-        )
-    math = gpm.math_active_pct
-    if gpm.dram_bw_pct is not None and gpm.dram_bw_pct >= T.DRAM_BW_HIGH_PCT and (math is None or math < T.MATH_ACTIVE_LOW_PCT):
-        evidence.append(
-            f"DRAM bandwidth at {gpm.dram_bw_pct:.0f}% of peak while the busiest arithmetic pipe ran "
-            f"{pct_or_na(math)} of the time: the step waits on memory traffic, not on math"
-        )
-        return Verdict(
-            "compute", confidence,
-            "compute-bound, and the step is memory-bandwidth-bound: it moves more bytes than it computes on",
-            tuple(evidence), facts={**facts, "gpu_limit": GPU_LIMIT_MEMORY_BANDWIDTH},
-        )
-    if math is not None and math >= T.MATH_ACTIVE_LOW_PCT:
-        facts = {**facts, "gpu_limit": GPU_LIMIT_MATH}
-    elif gpm.sm_active_pct < T.SM_ACTIVE_INEFFECTIVE_PCT:
-        # Between the rules: busy enough for NVML, not small enough for the small-kernel rule, yet
-        # the chip mostly idle with no pipe or DRAM busy. Nothing on the chip is the limit: the time
-        # goes to gaps between small kernels, as under NVML's 50% line, where the same step is host
-        # (rule 5). Calling it compute here made the verdict jump at that line from run to run (the
-        # H200's small_kernels: busy 45% -> host, 53% -> compute). One level less sure.
-        evidence.append(
-            f"yet the SMs worked only {gpm.sm_active_pct:.0f}% of the time (under the {T.SM_ACTIVE_INEFFECTIVE_PCT:.0f}% "
-            f"DCGM calls ineffective use) with no arithmetic pipe or DRAM busy: no part of the chip is the limit; "
-            "the step's time goes to small kernels and the gaps between them (launch and dispatch overhead), "
-            "as when the GPU is idle; confidence lowered"
-        )
-        return Verdict("host", _lower(confidence),
-                       "host-bound: the GPU is under-used — busy by NVML, but most SMs idle and no pipe or DRAM busy",
-                       tuple(evidence), facts={**facts, "gpu_underused": True, "gpu_limit": GPU_LIMIT_SMALL_KERNELS})
-    return Verdict("compute", confidence, "compute-bound: the step itself is the limit", tuple(evidence), facts=facts)

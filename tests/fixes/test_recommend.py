@@ -7,7 +7,7 @@ from pipediag.fixes import catalog
 from pipediag.fixes.recommend import recommend
 from pipediag.records.change import Change
 from pipediag.records.stage import Stage
-from pipediag.verdict.rules import GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, CpuPattern, Verdict
+from pipediag.records.verdict import GPU_LIMIT_MEMORY_BANDWIDTH, GPU_LIMIT_SMALL_KERNELS, CpuPattern, Verdict
 from tests.summaries import GiB, summary, waiting_cpu
 
 

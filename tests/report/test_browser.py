@@ -15,8 +15,8 @@ from dataclasses import replace
 import pytest
 
 from pipediag.records.readings import CpuReading, GpuDevice, GpuReading, Sample, SampleLog
+from pipediag.records.verdict import Verdict
 from pipediag.report.html.diagnose import render_html
-from pipediag.verdict.rules import Verdict
 from tests.summaries import GiB, diagnosis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -8,6 +8,7 @@ from pipediag.records.change import Change
 from pipediag.records.readings import CpuReading, GpuDevice, GpuReading, Sample, SampleLog
 from pipediag.records.run import ModeRun
 from pipediag.records.stage import Stage
+from pipediag.records.verdict import Verdict
 from pipediag.report.html.diagnose import (
     ablation_section,
     gpu_missing_reason,
@@ -15,7 +16,6 @@ from pipediag.report.html.diagnose import (
     utilization_panels,
     waterfall_section,
 )
-from pipediag.verdict.rules import Verdict
 from tests.summaries import GiB, diagnosis, summary
 
 EVIL = "<script>alert(1)</script>"

@@ -7,7 +7,7 @@ from rich.console import Console
 
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import Rate, find_knee, oom_edge
-from pipediag.api.sweep import parse_batch_sizes
+from pipediag.commands.sweep import parse_batch_sizes
 from pipediag.errors import UsageError
 from pipediag.records.memory import MemoryLimit
 from pipediag.report.terminal.sweep import render_sweep

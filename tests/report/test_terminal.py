@@ -4,8 +4,8 @@ from rich.console import Console
 
 from pipediag.fixes.recommend import Fix
 from pipediag.records.change import Change
+from pipediag.records.verdict import Verdict
 from pipediag.report.terminal.diagnose import modes_table, render_diagnosis
-from pipediag.verdict.rules import Verdict
 from tests.summaries import diagnosis
 
 

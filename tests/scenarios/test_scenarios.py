@@ -154,7 +154,7 @@ def _scenario_id(path):
 @pytest.mark.parametrize("path", SCENARIOS + REAL + accuracy.scenario_paths(gpu=True), ids=_scenario_id)
 def test_scenario_file_is_complete(path):
     from pipediag.fixes.catalog import FIX_KINDS
-    from pipediag.verdict.rules import BOTTLENECKS
+    from pipediag.records.verdict import BOTTLENECKS
 
     module = accuracy.load_scenario(path)
     doc = module.__doc__ or ""

@@ -7,11 +7,11 @@ from dataclasses import replace
 from pipediag.analysis.modes import summarize
 from pipediag.backends.fake_nvml import FakeGpu, FakeNvml
 from pipediag.records.run import ModeRun
+from pipediag.records.verdict import Verdict
 from pipediag.samples.gpu import GpuReader
 from pipediag.samples.sampler import Sampler
 from pipediag.samples.selection import GpuSelection
 from pipediag.verdict.devices import device_lines, idle_devices, stragglers, with_device_lines
-from pipediag.verdict.rules import Verdict
 from tests.summaries import summary
 
 

@@ -6,8 +6,9 @@ import pytest
 
 from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.modes import InputSideCpu
+from pipediag.records.verdict import Verdict
 from pipediag.verdict import thresholds as T
-from pipediag.verdict.rules import Verdict, classify_cpu, decide
+from pipediag.verdict.rules import classify_cpu, decide
 from tests.summaries import GiB, oom_error, summary, waiting_cpu
 
 NO_GPU = "NVML could not start"

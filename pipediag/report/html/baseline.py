@@ -8,18 +8,7 @@ A size that did not run has no point (a gap), never a 0.
 from __future__ import annotations
 
 from pipediag.report.common import peak_gib
-from pipediag.report.html import charts
-from pipediag.report.html.diagnose import (
-    captioned_table,
-    environment_facts,
-    escape,
-    fmt_interval,
-    fmt_num,
-    notes_list,
-    page,
-    page_head,
-    result_row,
-)
+from pipediag.report.html import charts, parts
 from pipediag.results.baseline import OK, OUT_OF_MEMORY, BaselineProfile
 
 
@@ -31,7 +20,7 @@ def header_section(p: BaselineProfile) -> str:
         ("batch sizes", ", ".join(str(x.batch_size) for x in p.points)),
         ("budget", f"{p.settings.get('budget_s', 0):g} s in all, each size at most {p.settings.get('window_s', 0):g} s"),
     ]
-    return page_head("<h1>pipediag baseline</h1>", p.status, facts, p.elapsed_s, p.created_at)
+    return parts.page_head("<h1>pipediag baseline</h1>", p.status, facts, p.elapsed_s, p.created_at)
 
 
 def summary_section(p: BaselineProfile) -> str:
@@ -40,7 +29,7 @@ def summary_section(p: BaselineProfile) -> str:
     top = ("" if best is None else
            f'<p><strong>Fastest:</strong> {best.samples_per_sec:.1f} samples/s at batch {best.batch_size}</p>')
     return (f'<h2>Result</h2><div class="verdict" id="verdict">{top}'
-            f'<p id="oom-edge"><strong>Memory:</strong> {escape(p.oom_edge.text)}</p></div>')
+            f'<p id="oom-edge"><strong>Memory:</strong> {parts.escape(p.oom_edge.text)}</p></div>')
 
 
 def table_section(p: BaselineProfile) -> str:
@@ -51,12 +40,13 @@ def table_section(p: BaselineProfile) -> str:
         result = "ok" if x.status == OK else (x.note or x.status.replace("_", " "))
         if x.error is not None and x.status != OK:
             result += f" ({x.error.type}: {x.error.message[:200]})"
-        cells = [str(x.batch_size), fmt_num(x.samples_per_sec), fmt_interval(x.samples_per_sec_ci),
-                 fmt_num(x.step_ms_p50, "{:.2f}"), fmt_num(x.step_ms_p90, "{:.2f}"), str(len(x.step_ns)), peak_gib(x.peak_memory),
-                 fmt_num(x.gpu_util_pct, "{:.0f}%", "n/a"), fmt_num(x.gpm_sm_active_pct, "{:.0f}%", "n/a"),
-                 fmt_num(x.power_w_mean, "{:.0f}", "n/a")]
+        cells = [str(x.batch_size), parts.fmt_num(x.samples_per_sec), parts.fmt_interval(x.samples_per_sec_ci),
+                 parts.fmt_num(x.step_ms_p50, "{:.2f}"), parts.fmt_num(x.step_ms_p90, "{:.2f}"), str(len(x.step_ns)),
+                 peak_gib(x.peak_memory),
+                 parts.fmt_num(x.gpu_util_pct, "{:.0f}%", "n/a"), parts.fmt_num(x.gpm_sm_active_pct, "{:.0f}%", "n/a"),
+                 parts.fmt_num(x.power_w_mean, "{:.0f}", "n/a")]
         cls = ' class="slow"' if x.status == OUT_OF_MEMORY else ""
-        rows.append(result_row(cells, result, cls))
+        rows.append(parts.result_row(cells, result, cls))
     notes = ["samples/s: timed steps x batch size / their time (first step and warm-up apart); p50/p90: step time "
              "percentiles; a size that did not run shows —"]
     sources = sorted({x.peak_memory.source for x in p.points if x.peak_memory})
@@ -68,7 +58,7 @@ def table_section(p: BaselineProfile) -> str:
     gpu = sorted({x.gpu_util_reason for x in p.points if x.gpu_util_pct is None and x.gpu_util_reason})
     if gpu:
         notes.append("GPU n/a: " + "; ".join(gpu))
-    return captioned_table("Batch sizes", "baseline", names, rows, notes, left=("result",))
+    return parts.captioned_table("Batch sizes", "baseline", names, rows, notes, left=("result",))
 
 
 def chart_section(p: BaselineProfile) -> str | None:
@@ -85,11 +75,11 @@ def chart_section(p: BaselineProfile) -> str | None:
     if svg is None:
         return None
     caption = "Throughput (error bars: 95% interval) and peak device memory per batch size, on a log-2 axis."
-    return f'<figure class="chart" id="chart-baseline">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
+    return f'<figure class="chart" id="chart-baseline">{svg}<figcaption>{parts.escape(caption)}</figcaption></figure>'
 
 
 def render_baseline_html(p: BaselineProfile) -> str:
-    return page(f"pipediag baseline: {p.model} on {p.backend}/{p.device}", [
-        header_section(p), summary_section(p), chart_section(p), table_section(p), notes_list(list(p.notes)),
-        f"<h2>Machine</h2>{environment_facts(p.environment)}",
+    return parts.page(f"pipediag baseline: {p.model} on {p.backend}/{p.device}", [
+        header_section(p), summary_section(p), chart_section(p), table_section(p), parts.notes_list(list(p.notes)),
+        f"<h2>Machine</h2>{parts.environment_facts(p.environment)}",
     ])

@@ -11,18 +11,7 @@ from __future__ import annotations
 import math
 
 from pipediag import stats
-from pipediag.report.html import charts
-from pipediag.report.html.diagnose import (
-    environment_facts,
-    escape,
-    fmt_interval,
-    fmt_num,
-    notes_list,
-    page,
-    page_head,
-    stages_table,
-    table_head,
-)
+from pipediag.report.html import charts, parts
 from pipediag.report.terminal.compare import verdict_lines
 from pipediag.results.compare import Comparison
 from pipediag.verdict.compare import FASTER, INCONCLUSIVE, NO_DIFFERENCE, SLOWER
@@ -66,8 +55,8 @@ def header_section(c: Comparison) -> str:
     order = "B alone against the saved A" if c.a.source == "saved" else "A and B interleaved: AB, BA, AB, …"
     facts.append(("rounds", f"{len(c.rounds)} ({order}), turns of {c.segment_seconds:.2f} s"))
     facts.append(("stopped", _STOPS.get(c.stop_reason, c.stop_reason)))
-    heading = f"<h1>pipediag compare <code>{escape(c.a.label)}</code> → <code>{escape(c.b.label)}</code></h1>"
-    return page_head(heading, c.status, facts, c.elapsed_s, c.created_at)
+    heading = f"<h1>pipediag compare <code>{parts.escape(c.a.label)}</code> → <code>{parts.escape(c.b.label)}</code></h1>"
+    return parts.page_head(heading, c.status, facts, c.elapsed_s, c.created_at)
 
 
 def verdict_section(c: Comparison) -> str:
@@ -78,14 +67,14 @@ def verdict_section(c: Comparison) -> str:
     else:
         ratio = (f'<p id="ratio">B/A = <strong>{iv.ratio:.3f}×</strong> ({iv.percent:+.1f}%), '
                  f"{100 * iv.confidence:.0f}% interval <strong>{iv.low:.3f} – {iv.high:.3f}</strong> "
-                 f'<span class="muted">({escape(iv.method)}, {iv.rounds} rounds)</span></p>')
+                 f'<span class="muted">({parts.escape(iv.method)}, {iv.rounds} rounds)</span></p>')
     lines = verdict_lines(c)
-    reason = f"<p><em>why no verdict: {escape(v.reason)}</em></p>" if v.reason else ""
-    items = "".join(f"<li>{escape(line)}</li>" for line in lines)
+    reason = f"<p><em>why no verdict: {parts.escape(v.reason)}</em></p>" if v.reason else ""
+    items = "".join(f"<li>{parts.escape(line)}</li>" for line in lines)
     return (f'<h2>Verdict</h2><div class="verdict" id="verdict" style="border-color:{color}">'
-            f'<p><span class="bottleneck" style="color:{color}">{_WORDS.get(v.verdict, escape(v.verdict.upper()))}</span> '
-            f'<span class="muted">({escape(_KIND_NAMES.get(c.primary, c.primary))})</span></p>'
-            f"<p>{escape(v.headline)}</p>{ratio}{reason}<ul>{items}</ul></div>")
+            f'<p><span class="bottleneck" style="color:{color}">{_WORDS.get(v.verdict, parts.escape(v.verdict.upper()))}</span> '
+            f'<span class="muted">({parts.escape(_KIND_NAMES.get(c.primary, c.primary))})</span></p>'
+            f"<p>{parts.escape(v.headline)}</p>{ratio}{reason}<ul>{items}</ul></div>")
 
 
 def sides_section(c: Comparison) -> str:
@@ -112,24 +101,24 @@ def sides_section(c: Comparison) -> str:
             if ci is None:
                 missing.append(f"{side} {kind.replace('_', ' ')} interval n/a: {why}")
             u = n.usage
-            cpu = fmt_num(u.cpu_util_pct if u else None, "{:.0f}%")
+            cpu = parts.fmt_num(u.cpu_util_pct if u else None, "{:.0f}%")
             if kind == "fed":
-                wait = fmt_num(None if n.input_wait_frac is None else 100 * n.input_wait_frac, "{:.0f}%")
-                gpu = fmt_num(u.gpu_util_pct if u else None, "{:.0f}%", "n/a")
+                wait = parts.fmt_num(None if n.input_wait_frac is None else 100 * n.input_wait_frac, "{:.0f}%")
+                gpu = parts.fmt_num(u.gpu_util_pct if u else None, "{:.0f}%", "n/a")
                 if u is not None and u.gpu_util_pct is None and u.gpu_util_reason:
                     missing.append(f"GPU n/a: {u.gpu_util_reason}")
-                cells += [fmt_num(n.rate), fmt_interval(ci) if ci else "n/a", wait, cpu, gpu]
+                cells += [parts.fmt_num(n.rate), parts.fmt_interval(ci) if ci else "n/a", wait, cpu, gpu]
             else:
-                cells += [fmt_num(n.rate), fmt_interval(ci) if ci else "n/a", cpu]
-        rows.append(f'<tr><td>{escape(label)}</td>' + "".join(f"<td>{escape(x)}</td>" for x in cells) + "</tr>")
+                cells += [parts.fmt_num(n.rate), parts.fmt_interval(ci) if ci else "n/a", cpu]
+        rows.append(f'<tr><td>{parts.escape(label)}</td>' + "".join(f"<td>{parts.escape(x)}</td>" for x in cells) + "</tr>")
     ratios = []
     for kind in kinds:
         iv = c.intervals.get(kind)
         ratios.append(f"{_KIND_NAMES.get(kind, kind)}: "
                       + ("n/a (no interval)" if iv is None else f"{iv.ratio:.3f}× [{iv.low:.3f}, {iv.high:.3f}]"))
-    notes = "".join(f'<li class="muted">{escape(m)}</li>' for m in dict.fromkeys(missing))
-    return (f'<h2>Sides</h2><table id="sides">{table_head(tuple(names))}<tbody>{"".join(rows)}</tbody></table>'
-            f'<p id="ratios">B/A: {escape(" · ".join(ratios))}</p>'
+    notes = "".join(f'<li class="muted">{parts.escape(m)}</li>' for m in dict.fromkeys(missing))
+    return (f'<h2>Sides</h2><table id="sides">{parts.table_head(tuple(names))}<tbody>{"".join(rows)}</tbody></table>'
+            f'<p id="ratios">B/A: {parts.escape(" · ".join(ratios))}</p>'
             '<p class="muted">Rates over every counted turn. A side\'s interval is the 95% interval of its mean '
             "per-turn rate (per saved chunk for a saved run): it includes the machine's drift from round to round, "
             "which the paired B/A interval cancels — so overlapping side intervals do not mean no difference. "
@@ -179,8 +168,8 @@ def rounds_section(c: Comparison) -> str | None:
         for kind in kinds:
             per = r.rates.get(kind, {})
             a, b = per.get("A"), per.get("B")
-            cells += [fmt_num(a), fmt_num(b), "—" if not a or b is None else f"{b / a:.3f}"]
-        rows.append("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in cells) + "</tr>")
+            cells += [parts.fmt_num(a), parts.fmt_num(b), "—" if not a or b is None else f"{b / a:.3f}"]
+        rows.append("<tr>" + "".join(f"<td>{parts.escape(x)}</td>" for x in cells) + "</tr>")
     names = ["round", "order"]
     for kind in kinds:
         k = "fed" if kind == "fed" else "input only"
@@ -191,31 +180,31 @@ def rounds_section(c: Comparison) -> str | None:
     else:
         caption = ("Each point is one round's B/A (A and B back to back, order alternating); the band is the "
                    f"{100 * c.plan.confidence:.0f}% interval of their geometric mean, the line at 1 is no difference.")
-    figure = f'<figure class="chart" id="chart-rounds">{svg}<figcaption>{escape(caption)}</figcaption></figure>' if svg else ""
+    figure = f'<figure class="chart" id="chart-rounds">{svg}<figcaption>{parts.escape(caption)}</figcaption></figure>' if svg else ""
     return (f"<h2>Rounds</h2>{figure}<details><summary>every round</summary>"
-            f'<table id="rounds">{table_head(tuple(names), left=("order",))}<tbody>{"".join(rows)}</tbody></table></details>')
+            f'<table id="rounds">{parts.table_head(tuple(names), left=("order",))}<tbody>{"".join(rows)}</tbody></table></details>')
 
 
 def pipelines_section(c: Comparison) -> str | None:
     if not c.a.stages and not c.b.stages:
         return None
-    parts = ["<h2>Pipelines</h2>"]
+    pieces = ["<h2>Pipelines</h2>"]
     for name, side in (("A", c.a), ("B", c.b)):
-        parts.append(f"<h3>{name}: <code>{escape(side.label)}</code></h3>")
-        parts.append(stages_table(side.stages, f"stages-{name.lower()}") if side.stages
-                     else '<p class="muted">stages unknown</p>')
-    return "".join(parts)
+        pieces.append(f"<h3>{name}: <code>{parts.escape(side.label)}</code></h3>")
+        pieces.append(parts.stages_table(side.stages, f"stages-{name.lower()}") if side.stages
+                      else '<p class="muted">stages unknown</p>')
+    return "".join(pieces)
 
 
 def machine_section(c: Comparison) -> str:
-    out = f"<h2>Machine</h2>{environment_facts(c.environment)}"
+    out = f"<h2>Machine</h2>{parts.environment_facts(c.environment)}"
     if c.baseline_environment is not None:
-        out += f"<h3>The saved run's machine</h3>{environment_facts(c.baseline_environment, 'baseline-environment')}"
+        out += f"<h3>The saved run's machine</h3>{parts.environment_facts(c.baseline_environment, 'baseline-environment')}"
     return out
 
 
 def render_comparison_html(c: Comparison) -> str:
     title = f"pipediag compare: {_WORDS.get(c.verdict.verdict, c.verdict.verdict)} — {c.a.label} vs {c.b.label}"
-    return page(title, [header_section(c), verdict_section(c), sides_section(c), rounds_section(c),
-                        pipelines_section(c), notes_list(list(c.environment.warnings) + list(c.notes)),
+    return parts.page(title, [header_section(c), verdict_section(c), sides_section(c), rounds_section(c),
+                        pipelines_section(c), parts.notes_list(list(c.environment.warnings) + list(c.notes)),
                         machine_section(c)])

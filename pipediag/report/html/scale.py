@@ -10,19 +10,7 @@ the servers ended.
 from __future__ import annotations
 
 from pipediag.analysis.modes import ModeSummary
-from pipediag.report.html import charts
-from pipediag.report.html.diagnose import (
-    captioned_table,
-    environment_facts,
-    escape,
-    fmt_interval,
-    fmt_num,
-    notes_list,
-    page,
-    page_head,
-    run_facts,
-    stages_table,
-)
+from pipediag.report.html import charts, parts
 from pipediag.report.terminal.scale import PLACEMENT_TEXT, WORTH_TEXT, cpu_text, unstable_modes, workers_text
 from pipediag.results.scale import ScaleResult
 
@@ -39,7 +27,7 @@ def _ci(m: ModeSummary | None) -> tuple[float, float] | None:
 
 
 def header_section(r: ScaleResult) -> str:
-    facts = run_facts(r.step, r.element, r.stages)
+    facts = parts.run_facts(r.step, r.element, r.stages)
     if r.service is not None:
         if r.service.kind == "local":
             workers = [s for s in r.service.servers if s.role == "worker"]
@@ -51,7 +39,7 @@ def header_section(r: ScaleResult) -> str:
         else:
             where = f"remote deployment {r.service.target}"
         facts.append(("service", f"{where}; processing mode {r.service.processing_mode}"))
-    return page_head(f"<h1>pipediag scale <code>{escape(r.target)}</code></h1>", r.status, facts, r.elapsed_s,
+    return parts.page_head(f"<h1>pipediag scale <code>{parts.escape(r.target)}</code></h1>", r.status, facts, r.elapsed_s,
                      r.created_at)
 
 
@@ -62,18 +50,18 @@ def verdict_section(r: ScaleResult) -> str:
                 "<p>The step was not measured with free input, so there is no demand to plan for.</p></div>")
     word = WORTH_TEXT.get(p.worth_it, (p.worth_it.upper(), ""))[0]
     color = _WORTH_COLORS.get(p.worth_it, "#4a5568")
-    reasons = "".join(f"<li>{escape(line)}</li>" for line in p.reasons)
-    facts = [f"compute {fmt_num(p.compute_batches_per_sec)} batches/s per accelerator ({p.compute_source})"]
+    reasons = "".join(f"<li>{parts.escape(line)}</li>" for line in p.reasons)
+    facts = [f"compute {parts.fmt_num(p.compute_batches_per_sec)} batches/s per accelerator ({p.compute_source})"]
     if p.per_worker_batches_per_sec is not None:
-        ci = f" (95%: {fmt_interval(p.per_worker_ci)})" if p.per_worker_ci else ""
+        ci = f" (95%: {parts.fmt_interval(p.per_worker_ci)})" if p.per_worker_ci else ""
         facts.append(f"one worker {p.per_worker_batches_per_sec:.1f} batches/s{ci}")
     else:
         facts.append(f"one worker: n/a ({p.per_worker_basis})")
     if p.local_batches_per_sec is not None:
         facts.append(f"this host alone {p.local_batches_per_sec:.1f} batches/s")
     return (f'<h2>Capacity plan</h2><div class="verdict" id="verdict" style="border-color:{color}">'
-            f'<p>tf.data service: <span class="bottleneck" style="color:{color}">{escape(word)}</span></p>'
-            f'<ul class="evidence">{reasons}</ul><p class="muted">{escape(" · ".join(facts))}</p></div>')
+            f'<p>tf.data service: <span class="bottleneck" style="color:{color}">{parts.escape(word)}</span></p>'
+            f'<ul class="evidence">{reasons}</ul><p class="muted">{parts.escape(" · ".join(facts))}</p></div>')
 
 
 def measured_section(r: ScaleResult) -> str:
@@ -81,10 +69,10 @@ def measured_section(r: ScaleResult) -> str:
     rows = []
 
     def row(what, m, per="", eff="", cpu="", cores=""):
-        cells = [fmt_num(_rate(m)), fmt_interval(_ci(m)), per, eff, cpu,
-                 fmt_num(None if m is None else m.process_cpu_pct, "{:.0f}%"), cores]
-        rows.append(f'<tr><td class="left">{escape(what)}</td>' + "".join(f"<td>{escape(c)}</td>" for c in cells[:-1])
-                    + f'<td class="left">{escape(cells[-1])}</td></tr>')
+        cells = [parts.fmt_num(_rate(m)), parts.fmt_interval(_ci(m)), per, eff, cpu,
+                 parts.fmt_num(None if m is None else m.process_cpu_pct, "{:.0f}%"), cores]
+        rows.append(f'<tr><td class="left">{parts.escape(what)}</td>' + "".join(f"<td>{parts.escape(c)}</td>" for c in cells[:-1])
+                    + f'<td class="left">{parts.escape(cells[-1])}</td></tr>')
 
     for key, what in (("synthetic", "synthetic (free input)"), ("local_input_only", "local, no service"),
                       ("transfer", "service, constant batch")):
@@ -102,8 +90,8 @@ def measured_section(r: ScaleResult) -> str:
             cpu = "n/a"
             if c.worker_cpu_reason:
                 reasons.append(f"{workers_text(c.workers)}: worker CPU n/a: {c.worker_cpu_reason}")
-        row(f"{workers_text(c.workers)}: input", m, fmt_num(per, missing=""),
-            fmt_num(point.efficiency if point else None, "{:.0%}", ""), cpu, PLACEMENT_TEXT.get(c.placement, c.placement))
+        row(f"{workers_text(c.workers)}: input", m, parts.fmt_num(per, missing=""),
+            parts.fmt_num(point.efficiency if point else None, "{:.0%}", ""), cpu, PLACEMENT_TEXT.get(c.placement, c.placement))
         row(f"{workers_text(c.workers)}: step fed", c.fed)
     caption = ["input: the pipeline through the service alone; step fed: feeding the step; — : not measured. "
                "worker CPU: each worker process over the mode, 100% = one core; client: pipediag's own process. "
@@ -112,7 +100,7 @@ def measured_section(r: ScaleResult) -> str:
     stops = unstable_modes(r)
     if stops:
         caption.append("stopped early or at the cap — " + ", ".join(stops))
-    return captioned_table("Measured", "measured", names, rows, caption, left=("what", "cores"))
+    return parts.captioned_table("Measured", "measured", names, rows, caption, left=("what", "cores"))
 
 
 def scale_chart(r: ScaleResult) -> str | None:
@@ -150,7 +138,7 @@ def chart_section(r: ScaleResult) -> str | None:
     caption = ("Batches/s through tf.data service per worker count (error bars: 95% interval), against the step's "
                "own rate, this host's pipeline without the service and the service's constant-batch ceiling "
                "(shaded: their 95% intervals). A count that was not measured has no point.")
-    return f'<figure class="chart" id="chart-scale">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
+    return f'<figure class="chart" id="chart-scale">{svg}<figcaption>{parts.escape(caption)}</figcaption></figure>'
 
 
 def plan_section(r: ScaleResult) -> str | None:
@@ -161,18 +149,18 @@ def plan_section(r: ScaleResult) -> str | None:
     rows = []
     for a in p.accelerators:
         alone = {True: "keeps up", False: "too slow", None: "—"}[a.local_keeps_up]
-        cores = fmt_num(a.cores, "{}") + ("" if a.cores_conservative in (None, a.cores) else f"–{a.cores_conservative}")
-        cells = [str(a.accelerators), fmt_num(a.demand_batches_per_sec), alone, fmt_num(a.workers, "{}"),
-                 fmt_num(a.workers_conservative, "{}"), cores, fmt_num(a.clients, "{}")]
-        rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
-    assumptions = "".join(f"<li>{escape(line)}</li>" for line in p.assumptions)
+        cores = parts.fmt_num(a.cores, "{}") + ("" if a.cores_conservative in (None, a.cores) else f"–{a.cores_conservative}")
+        cells = [str(a.accelerators), parts.fmt_num(a.demand_batches_per_sec), alone, parts.fmt_num(a.workers, "{}"),
+                 parts.fmt_num(a.workers_conservative, "{}"), cores, parts.fmt_num(a.clients, "{}")]
+        rows.append("<tr>" + "".join(f"<td>{parts.escape(c)}</td>" for c in cells) + "</tr>")
+    assumptions = "".join(f"<li>{parts.escape(line)}</li>" for line in p.assumptions)
     missing = []
     if any(a.workers is None for a in p.accelerators):
         missing.append(f"workers — : {p.per_worker_basis}" if p.per_worker_batches_per_sec is None
                        else "workers — : no demand (the step's rate is unknown)")
     if any(a.clients is None for a in p.accelerators):
         missing.append("clients — : the service's constant-batch ceiling was not measured")
-    return (captioned_table("Worker plan", "plan", names, rows, missing, left=("this host alone",))
+    return (parts.captioned_table("Worker plan", "plan", names, rows, missing, left=("this host alone",))
             + f'<h3>Assumptions</h3><ul id="assumptions">{assumptions}</ul>')
 
 
@@ -185,7 +173,7 @@ def overhead_section(r: ScaleResult) -> str:
     if o.transfer_batches_per_sec is not None:
         mib = f", {o.transfer_mib_per_sec:.0f} MiB/s" if o.transfer_mib_per_sec is not None else ""
         items.append(f"a constant batch through the service ({workers_text(o.transfer_workers)}): "
-                     f"{o.transfer_batches_per_sec:.1f} batches/s = {fmt_num(o.per_batch_ms, '{:.2f}')} ms per batch{mib}: "
+                     f"{o.transfer_batches_per_sec:.1f} batches/s = {parts.fmt_num(o.per_batch_ms, '{:.2f}')} ms per batch{mib}: "
                      "the most one client receives, with no preprocessing at all")
     if o.service_over_local is not None:
         items.append(f"on the same cores ({workers_text(o.equal_cores_workers)} × {r.settings.get('worker_cores')} core vs "
@@ -193,15 +181,15 @@ def overhead_section(r: ScaleResult) -> str:
                      f"{o.service_over_local:.2f}x the local rate")
     elif o.reason:
         items.append(f"service vs local on the same cores: not compared — {o.reason}")
-    return f'<h2>The service\'s own cost</h2><ul id="overhead">{"".join(f"<li>{escape(i)}</li>" for i in items)}</ul>'
+    return f'<h2>The service\'s own cost</h2><ul id="overhead">{"".join(f"<li>{parts.escape(i)}</li>" for i in items)}</ul>'
 
 
 def service_section(r: ScaleResult) -> str | None:
-    parts = []
+    pieces = []
     if r.visitation:
         mode = r.service.processing_mode if r.service else r.settings.get("processing_mode", "")
-        items = "".join(f"<li>{escape(line)}</li>" for line in r.visitation)
-        parts.append(f'<h3>Data visitation ({escape(mode)})</h3><ul id="visitation">{items}</ul>')
+        items = "".join(f"<li>{parts.escape(line)}</li>" for line in r.visitation)
+        pieces.append(f'<h3>Data visitation ({parts.escape(mode)})</h3><ul id="visitation">{items}</ul>')
     if r.service is not None and r.service.kind == "local" and r.service.shutdown is not None:
         s = r.service.shutdown
         ports = ("no port left listening" if s.leftover_ports == () else
@@ -211,18 +199,18 @@ def service_section(r: ScaleResult) -> str | None:
         how = ("all ended cleanly" if set(s.ended.values()) == {"clean"}
                else ", ".join(f"{k} {v}" for k, v in s.ended.items() if v != "clean"))
         cls = "muted" if s.clean else "banner"
-        parts.append(f'<p class="{cls}" id="shutdown">tf.data service: {len(s.ended)} process(es) stopped in '
-                     f"{s.seconds:.1f} s ({escape(how)}); {escape(procs)}, {escape(ports)}</p>")
-    if not parts:
+        pieces.append(f'<p class="{cls}" id="shutdown">tf.data service: {len(s.ended)} process(es) stopped in '
+                      f"{s.seconds:.1f} s ({parts.escape(how)}); {parts.escape(procs)}, {parts.escape(ports)}</p>")
+    if not pieces:
         return None
-    return "<h2>The service</h2>" + "".join(parts)
+    return "<h2>The service</h2>" + "".join(pieces)
 
 
 def render_scale_html(r: ScaleResult) -> str:
     word = "no plan" if r.plan is None else WORTH_TEXT.get(r.plan.worth_it, (r.plan.worth_it,))[0].lower()
-    return page(f"pipediag scale: {word} — {r.target}", [
+    return parts.page(f"pipediag scale: {word} — {r.target}", [
         header_section(r), verdict_section(r), chart_section(r), measured_section(r), plan_section(r),
         overhead_section(r), service_section(r),
-        f"<h2>Pipeline</h2>{stages_table(r.stages)}" if r.stages else None,
-        notes_list(list(r.environment.warnings) + list(r.notes)), f"<h2>Machine</h2>{environment_facts(r.environment)}",
+        f"<h2>Pipeline</h2>{parts.stages_table(r.stages)}" if r.stages else None,
+        parts.notes_list(list(r.environment.warnings) + list(r.notes)), f"<h2>Machine</h2>{parts.environment_facts(r.environment)}",
     ])

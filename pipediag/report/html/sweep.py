@@ -9,18 +9,7 @@ A size that did not run has no point (a gap), never a 0.
 from __future__ import annotations
 
 from pipediag.report.common import peak_gib
-from pipediag.report.html import charts
-from pipediag.report.html.diagnose import (
-    captioned_table,
-    environment_facts,
-    escape,
-    fmt_interval,
-    fmt_num,
-    notes_list,
-    page,
-    page_head,
-    result_row,
-)
+from pipediag.report.html import charts, parts
 from pipediag.results.sweep import OK, OUT_OF_MEMORY, Sweep
 
 
@@ -32,7 +21,7 @@ def header_section(s: Sweep) -> str:
     cap = s.settings.get("max_seconds_per_mode")
     if cap is not None:
         facts.append(("each size", f"synthetic and pipeline modes, at most {cap:g} s each"))
-    return page_head(f"<h1>pipediag sweep <code>{escape(s.target)}</code></h1>", s.status, facts, s.elapsed_s,
+    return parts.page_head(f"<h1>pipediag sweep <code>{parts.escape(s.target)}</code></h1>", s.status, facts, s.elapsed_s,
                      s.created_at)
 
 
@@ -42,14 +31,14 @@ def summary_section(s: Sweep) -> str:
         knee = '<p id="knee"><strong>Knee:</strong> none within the sweep'
     else:
         knee = (f'<p id="knee"><strong>Knee:</strong> batch size <strong>{k.batch_size}</strong> '
-                f"({fmt_num(k.examples_per_sec, '{:.0f}')} examples/s)")
+                f"({parts.fmt_num(k.examples_per_sec, '{:.0f}')} examples/s)")
     if k.uncertain:
         knee += ' <span class="note">— uncertain: a gain\'s interval straddles the line</span>'
-    knee += f'<br><span class="muted">{escape(k.reason)}</span></p>'
-    memory = f'<p id="oom-edge"><strong>Memory:</strong> {escape(s.oom_edge.text)}</p>'
+    knee += f'<br><span class="muted">{parts.escape(k.reason)}</span></p>'
+    memory = f'<p id="oom-edge"><strong>Memory:</strong> {parts.escape(s.oom_edge.text)}</p>'
     limit = ""
     if s.memory_limit is not None:
-        limit = "".join(f'<li class="muted">limit applied: {escape(line)}</li>' for line in s.memory_limit.applied)
+        limit = "".join(f'<li class="muted">limit applied: {parts.escape(line)}</li>' for line in s.memory_limit.applied)
         limit = f"<ul>{limit}</ul>" if limit else ""
     return f'<h2>Result</h2><div class="verdict" id="verdict">{knee}{memory}{limit}</div>'
 
@@ -68,14 +57,14 @@ def table_section(s: Sweep) -> str:
         if p.error is not None:
             result += f" ({p.error.type}: {p.error.message})"
         cells = [
-            str(p.batch_size), fmt_num(p.examples_per_sec, "{:.0f}"), fmt_interval(p.examples_per_sec_ci, "{:.0f}"),
+            str(p.batch_size), parts.fmt_num(p.examples_per_sec, "{:.0f}"), parts.fmt_interval(p.examples_per_sec_ci, "{:.0f}"),
             "" if gain is None else f"{gain.per_doubling:.2f}x",
-            fmt_num(p.pipeline_examples_per_sec, "{:.0f}"), fmt_interval(p.pipeline_examples_per_sec_ci, "{:.0f}"),
-            fmt_num(None if p.input_wait_frac is None else 100 * p.input_wait_frac, "{:.0f}%"),
-            fmt_num(p.step_ms_median, "{:.2f}"), fmt_num(p.gpu_util_pct, "{:.0f}%", "n/a"), peak_gib(p.peak_memory),
+            parts.fmt_num(p.pipeline_examples_per_sec, "{:.0f}"), parts.fmt_interval(p.pipeline_examples_per_sec_ci, "{:.0f}"),
+            parts.fmt_num(None if p.input_wait_frac is None else 100 * p.input_wait_frac, "{:.0f}%"),
+            parts.fmt_num(p.step_ms_median, "{:.2f}"), parts.fmt_num(p.gpu_util_pct, "{:.0f}%", "n/a"), peak_gib(p.peak_memory),
         ]
         cls = ' class="slow"' if p.status == OUT_OF_MEMORY else (' class="knee"' if s.knee.batch_size == p.batch_size else "")
-        rows.append(result_row(cells, result, cls))
+        rows.append(parts.result_row(cells, result, cls))
     notes = ["examples/s: the step with free input (synthetic mode); fed ex/s: fed by the pipeline; gain/2x: "
              "throughput gained per doubling of the batch since the previous size; a size that did not run shows —"]
     sources = sorted({p.peak_memory.source for p in s.points if p.peak_memory})
@@ -89,7 +78,7 @@ def table_section(s: Sweep) -> str:
         p.gpu_util_pct is not None for p in s.points) else []
     if gpu_reasons:
         notes.append("GPU n/a: " + "; ".join(gpu_reasons))
-    return captioned_table("Batch sizes", "sweep", names, rows, notes, left=("result",))
+    return parts.captioned_table("Batch sizes", "sweep", names, rows, notes, left=("result",))
 
 
 def sweep_chart(s: Sweep) -> str | None:
@@ -118,12 +107,12 @@ def chart_section(s: Sweep) -> str | None:
                "log-2 axis; sizes that did not run have no point.")
     if not any(p.peak_memory is not None for p in s.points):
         caption += " No memory line: the peak was not measured."
-    return f'<figure class="chart" id="chart-sweep">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
+    return f'<figure class="chart" id="chart-sweep">{svg}<figcaption>{parts.escape(caption)}</figcaption></figure>'
 
 
 def render_sweep_html(s: Sweep) -> str:
     knee = "no knee" if s.knee.batch_size is None else f"knee at {s.knee.batch_size}"
-    return page(f"pipediag sweep: {knee} — {s.target}", [
-        header_section(s), summary_section(s), chart_section(s), table_section(s), notes_list(list(s.notes)),
-        f"<h2>Machine</h2>{environment_facts(s.environment)}" if s.environment is not None else None,
+    return parts.page(f"pipediag sweep: {knee} — {s.target}", [
+        header_section(s), summary_section(s), chart_section(s), table_section(s), parts.notes_list(list(s.notes)),
+        f"<h2>Machine</h2>{parts.environment_facts(s.environment)}" if s.environment is not None else None,
     ])

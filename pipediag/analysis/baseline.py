@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass
 
 from pipediag import stats
 from pipediag.analysis.compare import unpaired_ratio
+from pipediag.records.kinds import OK, OUT_OF_MEMORY
 
-OK, OUT_OF_MEMORY = "ok", "out_of_memory"
 CHUNKS = 10
 CONFIDENCE = 0.95
 

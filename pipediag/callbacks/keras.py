@@ -46,6 +46,7 @@ from pipediag.analysis.modes import summarize, within_limit
 from pipediag.analysis.waiting import cpu_during
 from pipediag.backends.tf import keras, tf
 from pipediag.callbacks.fit_steps import FitSteps
+from pipediag.records.kinds import COMPLETE, INTERRUPTED
 from pipediag.records.step import StepInfo
 from pipediag.results.diagnose import Diagnosis
 from pipediag.samples.gpu import GpuReader
@@ -185,7 +186,7 @@ class InputMonitor(keras.callbacks.Callback):
                 return original(args[0], iter([data]))
             return original([data])
         except KeyboardInterrupt:
-            self._finish("interrupted")  # Ctrl-C: keep what was measured; fit stops as usual
+            self._finish(INTERRUPTED)  # Ctrl-C: keep what was measured; fit stops as usual
             raise
 
     # Results ---------------------------------------------------------------------------------
@@ -194,7 +195,7 @@ class InputMonitor(keras.callbacks.Callback):
         """The diagnosis: after fit, the final one; during (or after a fit that raised), what was
         measured so far, marked interrupted — this also stops the sampler and unwraps fit."""
         if self.diagnosis is None:
-            self._finish("interrupted")
+            self._finish(INTERRUPTED)
         return self.diagnosis
 
     def _finish(self, status: str) -> None:
@@ -222,7 +223,7 @@ class InputMonitor(keras.callbacks.Callback):
         from pipediag.verdict.pipeline_only import decide_pipeline_only
 
         steps = self._steps
-        run = None if self._unsupported else steps.mode_run("fit_ended" if status == "complete" else "interrupted")
+        run = None if self._unsupported else steps.mode_run("fit_ended" if status == COMPLETE else INTERRUPTED)
         runs, modes = {}, {}
         if run is not None:
             windows = steps.windows(steps.warmup_steps)

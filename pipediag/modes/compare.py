@@ -23,7 +23,7 @@ from pipediag.analysis.compare import LookPlan, RatioInterval, Sequential, paire
 from pipediag.errors import UserCodeError
 from pipediag.modes.runner import run_mode
 from pipediag.records.compare import Round, Segment
-from pipediag.records.kinds import RoundsStop
+from pipediag.records.kinds import INPUT_EXHAUSTED, INTERRUPTED, OUT_OF_MEMORY, STALLED, RoundsStop
 from pipediag.records.run import ModeRun, StopRule
 
 FED, INPUT_ONLY = "fed", "input_only"
@@ -156,7 +156,7 @@ def run_rounds(
     return Rounds(
         segments=tuple(turns.segments), rounds=tuple(rounds), stop_reason=stop_reason, intervals=intervals,
         primary=primary, looks_taken=sequential.looks_taken, segment_seconds=segment_s, baseline_chunks=chunks,
-        notes=tuple(notes), failed_side=failed if stop_reason in ("out_of_memory", "input_exhausted", "stalled") else None,
+        notes=tuple(notes), failed_side=failed if stop_reason in (OUT_OF_MEMORY, INPUT_EXHAUSTED, STALLED) else None,
     )
 
 
@@ -204,7 +204,7 @@ class _Turns:
 
 def _ended(segment: Segment) -> str | None:
     """The stop reason that ends the rounds (interrupted, out of memory, input exhausted, stalled), or None."""
-    if segment.run.stop_reason in ("interrupted", "out_of_memory", "input_exhausted", "stalled"):
+    if segment.run.stop_reason in (INTERRUPTED, OUT_OF_MEMORY, INPUT_EXHAUSTED, STALLED):
         return segment.run.stop_reason
     return None
 

@@ -19,6 +19,7 @@ from pipediag.analysis.handover import Handover, handover_from_run
 from pipediag.backends.tf import tf
 from pipediag.modes.feeds import BatchFeed, DlpackTensor
 from pipediag.modes.runner import run_mode
+from pipediag.records.kinds import INTERRUPTED
 from pipediag.records.run import StopRule
 
 MAX_SECONDS = 3.0  # a hand-over is sub-millisecond to a few ms: its mean settles well within this
@@ -85,6 +86,6 @@ def measure_handover(batch: Any, batch_format: str, framework: str | None, rule:
         run = run_mode("handover", feed, copy, short, clock_ns=clock_ns)
     finally:
         feed.close()
-    if run.stop_reason == "interrupted":
+    if run.stop_reason == INTERRUPTED:
         raise KeyboardInterrupt  # Ctrl-C: the diagnosis ends with what its modes measured
     return handover_from_run(run, batch_format, text, copy is not None)

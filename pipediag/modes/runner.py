@@ -22,6 +22,7 @@ from typing import Any
 from pipediag import stats
 from pipediag.modes.stepping import Clocked, OutOfMemory, Overlapped, guarded
 from pipediag.modes.watchdog import Watchdog
+from pipediag.records.kinds import INTERRUPTED, OUT_OF_MEMORY, STALLED
 from pipediag.records.run import ErrorInfo, ModeRun, StopRule
 from pipediag.records.stall import Stalled
 
@@ -88,12 +89,12 @@ def run_mode(
         timer.warm_up(first_step_is_compile, warmup_until)
         return timer.time()  # ends time_cap, max_steps or stable
     except OutOfMemory as oom:
-        return timer.finish("out_of_memory", oom.error)
+        return timer.finish(OUT_OF_MEMORY, oom.error)
     except StopIteration:
         return timer.finish("input_exhausted")
     except KeyboardInterrupt:
         timer.keep_late_warmup()
-        return timer.finish("interrupted")
+        return timer.finish(INTERRUPTED)
     except Stalled as stall:
         return timer.finish("stalled", stall)
 
@@ -235,11 +236,11 @@ class _ModeTimer:
 
     def finish(self, reason: str, error: BaseException | None = None) -> ModeRun:
         overlapped = self.overlapped
-        if overlapped is not None and error is None and reason not in ("interrupted", "stalled"):
+        if overlapped is not None and error is None and reason not in (INTERRUPTED, STALLED):
             try:
                 self.guarded(overlapped.drain)  # the last step's work ends inside this mode, not in the next
             except OutOfMemory as oom:
-                reason, error = "out_of_memory", oom.error
+                reason, error = OUT_OF_MEMORY, oom.error
             except Stalled as stall:
                 reason, error = "stalled", stall
         kept_ns = self.new_shape_steps()

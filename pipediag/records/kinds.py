@@ -20,14 +20,15 @@ INTERRUPTED: Status = "interrupted"
 STALLED: Status = "stalled"
 FAILED: Status = "failed"
 
-# Why one mode's measurement stopped (modes.runner), and why compare's rounds stopped (modes.interleave).
+# Why one mode's measurement stopped (modes.runner), and why compare's rounds stopped (modes.compare).
 StopReason = Literal["stable", "time_cap", "max_steps", "out_of_memory", "interrupted", "input_exhausted", "stalled"]
 RoundsStop = Literal["clear", "round_cap", "time_cap", "interrupted", "out_of_memory", "input_exhausted", "stalled"]
 OUT_OF_MEMORY = "out_of_memory"
+INPUT_EXHAUSTED = "input_exhausted"
 TIME_CAP = "time_cap"
 ROUND_CAP = "round_cap"
 
-# The fixes pipediag recommends (fixes.recommend) and the tuned mode's changes (modes.tuning).
+# The fixes pipediag recommends (fixes.recommend) and the tuned mode's changes (tuner.rewrite).
 FixKind = Literal[
     "snapshot", "decode_crop", "batch_size", "gradient_accumulation", "mixed_precision", "allocator",
     "memory_growth", "xla", "cpu_quota", "steps_per_call", "device_prefetch", "batch_format", "vectorize_map",

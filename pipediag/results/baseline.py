@@ -11,14 +11,13 @@ from pipediag.analysis.sweep import OomEdge
 from pipediag.errors import UsageError
 from pipediag.records.environment import Environment
 from pipediag.records.header import SCHEMA_VERSION, created_now, file_header, header_fields
-from pipediag.records.kinds import PointStatus, Status, StopReason
+from pipediag.records.kinds import INTERRUPTED, OK, OUT_OF_MEMORY, SKIPPED, PointStatus, Status, StopReason  # noqa: F401 (re-exported: results.baseline.OK ...)
 from pipediag.records.record import with_tuples
 from pipediag.records.run import ErrorInfo
 
 KIND = "baseline"
 
 
-OK, OUT_OF_MEMORY, SKIPPED, INTERRUPTED = "ok", "out_of_memory", "skipped", "interrupted"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pipediag.analysis.sweep import Knee, OomEdge
 from pipediag.errors import UsageError
 from pipediag.records.environment import Environment
 from pipediag.records.header import SCHEMA_VERSION, created_now, run_header, run_header_fields
-from pipediag.records.kinds import Bottleneck, PointStatus, Status
+from pipediag.records.kinds import INTERRUPTED, OK, OUT_OF_MEMORY, SKIPPED, STALLED, Bottleneck, PointStatus, Status  # noqa: F401 (re-exported: results.sweep.OK ...)
 from pipediag.records.memory import MemoryLimit
 from pipediag.records.record import with_tuples
 from pipediag.records.run import ErrorInfo
@@ -19,7 +19,6 @@ from pipediag.records.step import StepInfo
 KIND = "sweep"
 
 
-OK, OUT_OF_MEMORY, SKIPPED, INTERRUPTED, STALLED = "ok", "out_of_memory", "skipped", "interrupted", "stalled"
 
 
 SWEEP_MODES = ("synthetic", "pipeline")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pipediag.analysis.buffers import BufferEstimate
 from pipediag.analysis.modes import ModeSummary
 from pipediag.records.container import ContainerLimits
+from pipediag.records.kinds import OUT_OF_MEMORY
 from pipediag.records.verdict import MEMORY_SOURCE_BUFFERS, Verdict
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.text import pct
@@ -17,7 +18,7 @@ def memory_verdict(present: list[ModeSummary], buffers: Sequence[BufferEstimate]
                     container: ContainerLimits | None) -> Verdict | None:
     """1. memory: a real out-of-memory error, or the host running out; None when neither."""
     for m in present:
-        if m.stop_reason == "out_of_memory":
+        if m.stop_reason == OUT_OF_MEMORY:
             msg = m.error.message.splitlines()[0][:200] if m.error else "out of memory"
             return Verdict(
                 "memory", "high",

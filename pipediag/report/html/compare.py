@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from pipediag import stats
+from pipediag.records.kinds import INTERRUPTED, OUT_OF_MEMORY
 from pipediag.report.html import charts, parts
 from pipediag.report.terminal.compare import verdict_lines
 from pipediag.results.compare import Comparison
@@ -22,7 +23,7 @@ _KIND_NAMES = {"fed": "fed step (what training sees)", "input_only": "input only
 _KIND_COLORS = {"fed": "#dd8452", "input_only": "#55a868"}
 _STOPS = {
     "clear": "the answer was clear", "round_cap": "round cap reached", "time_cap": "time cap reached",
-    "interrupted": "interrupted (Ctrl-C)", "out_of_memory": "a step ran out of memory",
+    INTERRUPTED: "interrupted (Ctrl-C)", OUT_OF_MEMORY: "a step ran out of memory",
     "input_exhausted": "a side's input ran out", "stalled": "a side stalled (no batch or step for the stall timeout)",
 }
 

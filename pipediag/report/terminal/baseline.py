@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipediag.analysis.baseline import ProfileComparison
+from pipediag.records.kinds import OUT_OF_MEMORY
 from pipediag.report.common import num, peak_gib
 from pipediag.results.baseline import OK, BaselineProfile
 
@@ -25,7 +26,7 @@ def profile_table(p: BaselineProfile) -> Table:
                          min_width=len(name))
     for x in p.points:
         half = "" if x.samples_per_sec_ci is None else f"{(x.samples_per_sec_ci[1] - x.samples_per_sec_ci[0]) / 2:.1f}"
-        batch = str(x.batch_size) + ("" if x.status == OK else " " + {"out_of_memory": "OOM"}.get(x.status, x.status))
+        batch = str(x.batch_size) + ("" if x.status == OK else " " + {OUT_OF_MEMORY: "OOM"}.get(x.status, x.status))
         row = [batch, num(x.samples_per_sec), half, num(x.step_ms_p50), num(x.step_ms_p90),
                str(len(x.step_ns)) if x.step_ns else "—", num(None if x.first_step_ms is None else x.first_step_ms / 1e3),
                peak_gib(x.peak_memory)]

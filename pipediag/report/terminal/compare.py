@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipediag.analysis.compare import RatioInterval
+from pipediag.records.kinds import INTERRUPTED, OUT_OF_MEMORY
 from pipediag.report.common import num, title
 from pipediag.report.terminal.diagnose import notes_view
 from pipediag.results.compare import Comparison, SideNumbers
@@ -20,8 +21,8 @@ _STOPS = {
     "clear": "the answer was clear",
     "round_cap": "round cap reached",
     "time_cap": "time cap reached",
-    "interrupted": "interrupted (Ctrl-C)",
-    "out_of_memory": "a step ran out of memory",
+    INTERRUPTED: "interrupted (Ctrl-C)",
+    OUT_OF_MEMORY: "a step ran out of memory",
     "input_exhausted": "a side's input ran out",
     "stalled": "a side stalled (no batch or step for the stall timeout)",
 }

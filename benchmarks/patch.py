@@ -58,7 +58,7 @@ def measure_one(path: str, run_json: str, compare_seconds: float, gains_only: bo
     from pipediag.analysis.compare import LookPlan
     from pipediag.builder.prepare import prepare_dataset
     from pipediag.modes.compare import ComparePlan
-    from pipediag.patch.prove import check_stage, fill_caches, patched_builder
+    from pipediag.patch.prove import check_stage, fill_caches, patched_builder, stage_ops
     from pipediag.patch.source import patch_source
     from pipediag.results.diagnose import read_json
     from pipediag.tuner.selection import select_gains
@@ -92,7 +92,7 @@ def measure_one(path: str, run_json: str, compare_seconds: float, gains_only: bo
     with patched_builder(patch) as builder:
         patched = prepare_dataset(builder, {}, batch_size, False, 0)
         threads = patched.dataset.options().threading.private_threadpool_size
-        checks = [check_stage(e, list(patched.stages), threads) for e in patch.done]
+        checks = [check_stage(e, list(patched.stages), threads, stage_ops(patched.graph)) for e in patch.done]
         out["stage_checks"] = [{"kind": c.kind, "stage": c.stage, "ok": c.ok, "text": c.text} for c in checks]
         dataset, fill_ns = fill_caches(patched.dataset)
         out["patched_cache_fill_ms"] = None if fill_ns is None else fill_ns / 1e6

@@ -51,6 +51,7 @@ TF_TESTS = (
     "tests/builder/test_tfds_target.py",
     "tests/callbacks/test_keras.py",
     "tests/commands/test_fix.py",
+    "tests/patch/test_decode_crop_tf.py",
     "tests/tuner/test_ablation.py",
     "tests/tuner/test_batch_csv.py",
     "tests/modes/test_cache_memory.py",

@@ -81,16 +81,16 @@ def _tf_alias(module: cst.Module) -> str | None:
         for small in statement.body:
             if isinstance(small, cst.Import):
                 for alias in small.names:
-                    if _dotted(alias.name) == "tensorflow":
+                    if dotted_name(alias.name) == "tensorflow":
                         return alias.asname.name.value if alias.asname else "tensorflow"
     return None
 
 
-def _dotted(node) -> str | None:
+def dotted_name(node) -> str | None:
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
-        head = _dotted(node.value)
+        head = dotted_name(node.value)
         return None if head is None else f"{head}.{node.attr.value}"
     return None
 
@@ -132,7 +132,7 @@ def _matches(call: cst.Call, label: str) -> bool:
     method = call_method(call)
     reader = re.sub(r"V\d+$", "", kind)
     if reader in READERS:
-        return (_dotted(call.func) or "").split(".")[-1] == reader
+        return (dotted_name(call.func) or "").split(".")[-1] == reader
     if kind in ("map", "parallel_map"):
         return method == "map" and _function_name(_first_arg(call, "map_func")) == arg
     if kind in ("interleave", "parallel_interleave", "flat_map", "filter"):

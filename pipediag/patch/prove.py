@@ -80,8 +80,10 @@ def _after(stages: list[Stage], stage: Stage) -> Stage | None:
     return next((s for s in stages if s.index > stage.index and s.kind not in ("prefetch", "options")), None)
 
 
-def check_stage(edit: Edit, stages: list[Stage], threadpool_size: int | None) -> StageCheck:
-    """Does the patched pipeline have the stage this edit promised?"""
+def check_stage(edit: Edit, stages: list[Stage], threadpool_size: int | None,
+                ops_of: Callable[[Stage], set[str]] | None = None) -> StageCheck:
+    """Does the patched pipeline have the stage this edit promised? `ops_of` gives the ops a
+    stage's functions run (PipelineGraph.function_ops), for the edits inside a function."""
     def result(ok: bool, text: str) -> StageCheck:
         return StageCheck(edit.kind, edit.stage, ok, text)
 
@@ -104,12 +106,25 @@ def check_stage(edit: Edit, stages: list[Stage], threadpool_size: int | None) ->
         nxt = _after(stages, stage)
         return result(nxt is not None and nxt.kind == edit.kind,
                       f"{stage.label} is followed by {nxt.label if nxt else 'nothing'}")
+    if edit.kind == "decode_crop":
+        ops = ops_of(stage) if ops_of is not None else None
+        if ops is None:
+            return result(False, f"{stage.label}: its functions' ops are not known")
+        ok = "DecodeAndCropJpeg" in ops and "DecodeJpeg" not in ops
+        return result(ok, f"{stage.label} runs " + ", ".join(sorted(ops & {"DecodeAndCropJpeg", "DecodeJpeg"})))
     if edit.kind == "vectorize_map":
         before = next((s for s in reversed(stages) if s.index < stage.index and s.kind not in ("prefetch", "options")),
                       None)
         return result(before is not None and before.kind == "batch",
                       f"{stage.label} follows {before.label if before else 'nothing'}")
     return result(False, f"{edit.kind}: no check")
+
+
+def stage_ops(graph) -> Callable[[Stage], set[str]] | None:
+    """The ops each stage's functions run, nested functions included; None without a graph."""
+    if graph is None:
+        return None
+    return lambda stage: set().union(*(graph.function_ops(f) for f in graph.node_functions(stage.node)))
 
 
 def fill_caches(dataset, clock_ns: Callable[[], int] = time.monotonic_ns) -> tuple[Any, int | None]:
@@ -144,7 +159,7 @@ def prove(patch: Patch, original: Callable[..., Any] | Any, *, builder_kwargs: d
     with patched_builder(patch) as builder:
         patched = prepare_dataset(builder, builder_kwargs or {}, batch_size, batched, 0, who="the patched dataset")
         threadpool = patched.dataset.options().threading.private_threadpool_size
-        checks = tuple(check_stage(e, list(patched.stages), threadpool) for e in patch.done)
+        checks = tuple(check_stage(e, list(patched.stages), threadpool, stage_ops(patched.graph)) for e in patch.done)
         if not measure:
             return Proof(checks, None)
         dataset, fill_ns = fill_caches(patched.dataset)

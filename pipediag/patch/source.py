@@ -14,12 +14,14 @@ the builder function's own body. Each change kind becomes one edit:
   calls are in one expression;
 - prefetch: every `return` of the builder ends its dataset with `.prefetch(tf.data.AUTOTUNE)`;
 - threading: the returned dataset gets `Options` with the private thread pool the tuned mode used;
-- snapshot (a fix, not a tuned change): `.snapshot(path)` after the stage, with a path the user gives.
+- snapshot (a fix, not a tuned change): `.snapshot(path)` after the stage, with a path the user gives;
+- decode_crop: in the function the stage maps, a decode_jpeg then a crop of its image becomes a
+  decode of the crop's window (patch/decode_crop.py, which says which forms it writes).
 
 Where an edit would be a guess, it is refused with the reason and the fix's snippet is kept: the
 stage is not written in the builder's body (built by a helper, in another package, by tfds), the
 call sits in a loop (one call, many stages), several calls fit the label, or the kind has no safe
-source form (decode_crop rewrites the traced function's ops).
+source form (a CSV read line by line, a decode and crop in two stages).
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from pipediag.patch import decode_crop
 from pipediag.patch.locate import READERS, Refused, Source, call_method, find_function, parse_label
 from pipediag.records.change import Change
 
 # The tuned mode's private thread pool for latency-bound reads (modes.tuning_rules).
 THREADPOOL_DEFAULT = 32
-EDIT_KINDS = ("parallel_map", "interleave", "cache", "vectorize_map", "prefetch", "threading", "snapshot")
+EDIT_KINDS = ("parallel_map", "interleave", "cache", "vectorize_map", "prefetch", "threading", "snapshot",
+              "decode_crop")
 
 
 @dataclass(frozen=True)
@@ -248,16 +252,21 @@ def patch_source(source: str, function: str, changes: list[Change], *, path: str
         edits = tuple(_refused(c, str(error), snippets) for c in changes)
         return Patch(path, function, source, source, edits)
     src = Source(module, fn)
+    others = decode_crop.ModuleEdits()  # edits of the functions the stages map
     edits: list[Edit] = []
     for change in changes:
         try:
-            _edit(src, change, snapshot_path)
+            if change.kind == "decode_crop":
+                decode_crop.edit_decode_crop(module, src, change, others)
+            else:
+                _edit(src, change, snapshot_path)
         except Refused as error:
             edits.append(_refused(change, str(error), snippets))
         else:
             edits.append(Edit(change.kind, change.stage, change.description, True))
     new_fn = fn.visit(_Apply(src))
-    patched = module.with_changes(body=[new_fn if s is fn else s for s in module.body]).code
+    patched = module.with_changes(body=[new_fn if s is fn else s for s in module.body])
+    patched = decode_crop.apply(patched, others, src.tf).code
     return Patch(path, function, source, patched, tuple(edits))
 
 
@@ -279,10 +288,6 @@ def _edit(src: Source, change: Change, snapshot_path: str | None) -> None:
         raise Refused("the CSV is parsed inside TensorFlow (make_csv_dataset or CsvDataset): the tuned mode "
                       "reads lines instead and adds decode_csv after the batch in the graph; rewriting the "
                       "source that way is not an edit pipediag can check, so apply the snippet")
-    if change.kind == "decode_crop":
-        raise Refused("the tuned mode rewrites the traced function's ops, its tf.cond branches included "
-                      "(the crop window read from the JPEG header, decoded 2 pixels wider and sliced); a "
-                      "source edit of the function body is not one pipediag can check, so apply the snippet")
     editor = _EDITORS.get(change.kind)
     if editor is None:
         raise Refused(f"{change.kind} has no source edit")

@@ -204,7 +204,8 @@ def test_refuses_decode_crop_and_snapshot_without_a_folder():
     patch = patch_source(BUILDER, "make_dataset", [change("decode_crop", "map(decode)"),
                                                    change("snapshot", "map(decode)")])
     assert not any(e.done for e in patch.edits)
-    assert "snippet" in patch.edits[0].reason and "--snapshot-dir" in patch.edits[1].reason
+    # BUILDER's decode does not decode and crop a JPEG (tests/patch/test_decode_crop_source.py has the forms)
+    assert "pipediag edits only that form" in patch.edits[0].reason and "--snapshot-dir" in patch.edits[1].reason
 
 
 def test_snapshot_with_a_folder():

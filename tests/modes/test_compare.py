@@ -9,17 +9,7 @@ from pipediag.modes.compare import ComparePlan, Side, chunk_rates, run_rounds
 from pipediag.modes.runner import run_mode
 from pipediag.records.run import StopRule
 from pipediag.verdict.compare import is_clear
-
-
-class FakeClock:
-    def __init__(self):
-        self.ns = 0
-
-    def __call__(self):
-        return self.ns
-
-    def advance(self, ms):
-        self.ns += int(ms * 1e6)
+from tests.clocks import FakeClock
 
 
 def feed(clock, ms, jitter=0.0, rng=None):

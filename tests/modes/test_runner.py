@@ -5,17 +5,7 @@ import pytest
 from pipediag.errors import UserCodeError
 from pipediag.modes.runner import is_stable, run_mode
 from pipediag.records.run import StopRule
-
-
-class FakeClock:
-    def __init__(self):
-        self.ns = 0
-
-    def __call__(self):
-        return self.ns
-
-    def advance(self, ms):
-        self.ns += int(ms * 1e6)
+from tests.clocks import FakeClock
 
 
 def feeder(clock, wait_ms):

@@ -5,19 +5,12 @@ import pytest
 from pipediag.modes.runner import run_mode
 from pipediag.modes.warmup import Settled
 from pipediag.records.run import StopRule
-
-
-class Clock:
-    def __init__(self):
-        self.ns = 0
-
-    def __call__(self):
-        return self.ns
+from tests.clocks import FakeClock
 
 
 def drive(step_ms_at, max_seconds=30.0):
     """Calls the condition once per step as run_mode does; step i takes step_ms_at(t_s) ms."""
-    clock = Clock()
+    clock = FakeClock()
     settled = Settled(clock, max_seconds=max_seconds)
     steps = 0
     while not settled():
@@ -62,7 +55,7 @@ def test_noise_without_a_trend_does_not_extend_the_warm_up_far():
 
 
 def test_run_mode_keeps_the_settling_steps_out_of_the_timings():
-    clock = Clock()
+    clock = FakeClock()
     settled = Settled(clock, max_seconds=30.0)
     state = {"n": 0}
 
@@ -77,13 +70,13 @@ def test_run_mode_keeps_the_settling_steps_out_of_the_timings():
 
 
 def test_a_short_mode_cap_shortens_the_windows_and_a_steady_step_is_not_called_rising():
-    clock = Clock()
+    clock = FakeClock()
     settled = Settled(clock, max_seconds=1.5)
     assert settled.window_s == pytest.approx(1.5 / 8)
     while not settled():
         clock.ns += 10_000_000
     assert not settled.gave_up and clock.ns / 1e9 < 0.7
-    steady_out_of_time = Settled(Clock(), max_seconds=0.2, window_s=0.75)
+    steady_out_of_time = Settled(FakeClock(), max_seconds=0.2, window_s=0.75)
     c = steady_out_of_time._clock_ns
     while not steady_out_of_time():
         c.ns += 10_000_000
@@ -91,7 +84,7 @@ def test_a_short_mode_cap_shortens_the_windows_and_a_steady_step_is_not_called_r
 
 
 def test_an_interrupt_during_the_settling_warm_up_keeps_its_steps_as_the_timings():
-    clock = Clock()
+    clock = FakeClock()
     settled = Settled(clock, max_seconds=30.0)
     calls = {"n": 0}
 

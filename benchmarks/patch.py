@@ -69,7 +69,8 @@ def measure_one(path: str, run_json: str, compare_seconds: float, max_rounds: in
     selection = select_gains(diagnosis, gains_only)
     with open(path, encoding="utf-8") as f:
         source = f.read()
-    patch = patch_source(source, "make_dataset", list(selection.gains), path=os.path.relpath(path, ROOT))
+    patch = patch_source(source, "make_dataset", list(selection.gains), path=os.path.relpath(path, ROOT),
+                         stage_labels=[s.label for s in diagnosis.stages])
     out: dict[str, Any] = {
         "gains": [f"{c.kind} {c.stage or ''}".strip() for c in selection.gains],
         "left_out": [f"{c.kind} {c.stage or ''}: {c.reason}".strip() for c in selection.left_out if c.applied is False],

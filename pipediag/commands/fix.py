@@ -113,7 +113,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     changes = list(selection.gains) + _snapshot_changes(diagnosis, args.snapshot_dir)
     patch = patch_source(source, function, changes, path=os.path.relpath(path), snippets=_snippets(diagnosis),
-                         snapshot_path=args.snapshot_dir)
+                         snapshot_path=args.snapshot_dir, stage_labels=[s.label for s in diagnosis.stages])
 
     def say(text: str) -> None:
         out.print(text, markup=False, highlight=False, soft_wrap=True)

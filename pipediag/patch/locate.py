@@ -126,7 +126,7 @@ def parse_label(label: str) -> tuple[str, str | None]:
     return (m["kind"], m["arg"]) if m else (label, None)
 
 
-def _matches(call: cst.Call, label: str) -> bool:
+def matches(call: cst.Call, label: str) -> bool:
     """Is this call the stage pipediag labels `label`?"""
     kind, arg = parse_label(label)
     method = call_method(call)
@@ -154,9 +154,10 @@ def _matches(call: cst.Call, label: str) -> bool:
 class Source:
     """The builder function's calls, and the edits queued on them (applied in one pass)."""
 
-    def __init__(self, module: cst.Module, function: cst.FunctionDef):
+    def __init__(self, module: cst.Module, function: cst.FunctionDef, stage_labels: list[str] | None = None):
         self.module = module
         self.function = function
+        self.stage_labels = tuple(stage_labels or ())
         collector = _Collector()
         function.visit(collector)
         self.calls = collector.calls
@@ -169,7 +170,7 @@ class Source:
     def find(self, label: str | None) -> cst.Call:
         if not label:
             raise Refused("the change names no stage")
-        found = [c for c in self.calls if _matches(c.node, label)]
+        found = [c for c in self.calls if matches(c.node, label)]
         name = self.function.name.value
         if not found:
             raise Refused(f"`{label}` is not written in {name}'s body (built by a helper, in another package or "

@@ -9,7 +9,9 @@ the builder function's own body. Each change kind becomes one edit:
 - interleave: `.interleave(f, ...)` gets `num_parallel_calls=tf.data.AUTOTUNE`; a file reader given
   several files (`TFRecordDataset(files)`) gets `num_parallel_reads=tf.data.AUTOTUNE`; a
   `flat_map` over files becomes a parallel `interleave`;
-- cache: `.cache()` right after the stage's call;
+- cache: `.cache()` right after the stage's call; for a stage built elsewhere (the last stage of
+  `tfds.load(...)` or of a helper), on the dataset that call returns, before the next stage the
+  builder writes (`_load().repeat()` -> `_load().cache().repeat()`): the same place in the graph;
 - vectorize_map: `.map(f).batch(n)` becomes `.batch(n).map(f, num_parallel_calls=...)`, when both
   calls are in one expression;
 - prefetch: every `return` of the builder ends its dataset with `.prefetch(tf.data.AUTOTUNE)`;
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from pipediag.patch import decode_crop
-from pipediag.patch.locate import READERS, Refused, Source, call_method, find_function, parse_label
+from pipediag.patch.locate import READERS, Refused, Source, call_method, find_function, matches, parse_label
 from pipediag.records.change import Change
 
 # The tuned mode's private thread pool for latency-bound reads (modes.tuning_rules).
@@ -137,8 +139,36 @@ def _interleave(src: Source, change: Change) -> None:
 
 
 def _cache(src: Source, change: Change) -> None:
-    call = src.find(change.stage)
+    try:
+        call = src.find(change.stage)
+    except Refused as not_here:
+        call = _next_call_on_outside_dataset(src, change.stage, not_here)
+        current = src.current(call)
+        src.replace[call] = current.with_changes(func=current.func.with_changes(value=_then(current.func.value, "cache")))
+        return
     src.replace[call] = _then(src.current(call), "cache")
+
+
+def _next_call_on_outside_dataset(src: Source, label: str | None, not_here: Refused) -> cst.Call:
+    """For a stage not written in the builder (the last one of a dataset made by a helper or by tfds):
+    the builder's call of the stage right after it, when that call is made directly on the call that
+    returns the outside dataset (`_load().repeat()`, `tfds.load(...).map(f)`), so that a cache
+    between them sits where the tuned mode put it. Else `not_here` is raised: a dataset reached
+    through a variable (`ds = tfds.load(...)`, then `ds.map(f)`) is left to the snippet."""
+    labels = list(src.stage_labels)
+    if label not in labels:
+        raise not_here
+    later = [x for x in labels[labels.index(label) + 1:] if not x.startswith(("prefetch", "options"))]
+    if not later:
+        raise not_here
+    try:
+        call = src.find(later[0])
+    except Refused:
+        raise not_here from None
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if not isinstance(receiver, cst.Call) or any(matches(receiver, x) for x in labels):
+        raise not_here
+    return call
 
 
 def _snapshot(src: Source, change: Change, snapshot_path: str | None) -> None:
@@ -241,9 +271,11 @@ class _Apply(cst.CSTTransformer):
 
 def patch_source(source: str, function: str, changes: list[Change], *, path: str = "builder.py",
                  snippets: dict[tuple[str, str | None], str] | None = None,
-                 snapshot_path: str | None = None) -> Patch:
+                 snapshot_path: str | None = None, stage_labels: list[str] | None = None) -> Patch:
     """Edit `function` in `source` for each change; the changes that cannot be edited safely are
-    returned refused, with the reason and their snippet (`snippets[(kind, stage)]`)."""
+    returned refused, with the reason and their snippet (`snippets[(kind, stage)]`). `stage_labels`:
+    the diagnosed pipeline's stages in order (Stage.label), which place a cache on a dataset the
+    builder gets from elsewhere."""
     snippets = snippets or {}
     module = cst.parse_module(source)
     try:
@@ -251,7 +283,7 @@ def patch_source(source: str, function: str, changes: list[Change], *, path: str
     except Refused as error:
         edits = tuple(_refused(c, str(error), snippets) for c in changes)
         return Patch(path, function, source, source, edits)
-    src = Source(module, fn)
+    src = Source(module, fn, stage_labels)
     others = decode_crop.ModuleEdits()  # edits of the functions the stages map
     edits: list[Edit] = []
     for change in changes:

@@ -236,3 +236,41 @@ def test_csv_read_as_lines_is_left_to_the_snippet():
     patch = patch_source(BUILDER, "make_dataset", [change("vectorize_map", "TFRecordDataset", form="csv")])
     assert not patch.edits[0].done and "apply the snippet" in patch.edits[0].reason
     assert patch.patched == BUILDER
+
+
+HELPER_BUILT = src('''
+    import tensorflow as tf
+    import tensorflow_datasets as tfds
+
+
+    def make_dataset(batch_size=32):
+        return _load().repeat().map(augment).batch(batch_size)  # as read
+
+
+    def via_a_variable(batch_size=32):
+        ds = tfds.load("shapes", split="train", as_supervised=True)
+        return ds.repeat().map(augment).batch(batch_size)
+''')
+TFDS_STAGES = ["ParallelInterleaveDatasetV4(8 files)", "parallel_map(decode)", "map(lookup_nest)",
+               "prefetch(AUTOTUNE)", "repeat", "map(augment)", "batch(32)"]
+
+
+def test_cache_of_a_stage_built_by_a_helper_goes_on_the_helpers_dataset():
+    changes = [change("cache", "map(lookup_nest)"), change("parallel_map", "map(augment)")]
+    patch = patch_source(HELPER_BUILT, "make_dataset", changes, stage_labels=TFDS_STAGES)
+    assert [e.done for e in patch.edits] == [True, True], patch.edits
+    assert edited_lines(patch) == [
+        "    return _load().cache().repeat().map(augment, num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size)  # as read"]
+
+
+def test_cache_of_a_stage_built_elsewhere_is_refused_without_the_stages_or_through_a_variable():
+    refused = patch_source(HELPER_BUILT, "make_dataset", [change("cache", "map(lookup_nest)")]).edits[0]
+    assert not refused.done and "not written in make_dataset's body" in refused.reason
+    refused = patch_source(HELPER_BUILT, "via_a_variable", [change("cache", "map(lookup_nest)")],
+                           stage_labels=TFDS_STAGES).edits[0]
+    assert not refused.done and "not written in via_a_variable's body" in refused.reason
+    # the next stage after the cached one must be the builder's first call on the outside dataset
+    stages = TFDS_STAGES[:4] + ["shuffle(100)"] + TFDS_STAGES[4:]
+    refused = patch_source(HELPER_BUILT, "make_dataset", [change("cache", "map(lookup_nest)")],
+                           stage_labels=stages).edits[0]
+    assert not refused.done

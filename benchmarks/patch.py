@@ -14,6 +14,11 @@ goal (issue 17): the patched builder within ±5% of the tuned mode, i.e. the 95%
 patched / tuned inside [0.95, 1.05]. A cache the patch adds is filled once before the comparison,
 as the tuned mode fills its own (`pipediag.patch.prove.fill_caches`).
 
+The control: the tuned mode's pipeline is rebuilt from its graph, the patched builder is run as
+the user's Python builds it, and a rebuild alone can change a pipeline's speed. Where the patched
+pipeline was not rebuilt already (to fill a cache), a second compare runs it rebuilt from its own
+graph against the tuned one: the same pipeline built the same way, which the goal also reports.
+
 The benchmark takes the CPU lock (/tmp/pipediag-cpu.lock) itself around each scenario: do not
 wrap it in `flock` (that would deadlock). The table is printed and written, with the date and the
 machine, to benchmarks/results/.
@@ -105,21 +110,39 @@ def measure_one(path: str, run_json: str, compare_seconds: float, max_rounds: in
         plan = ComparePlan(looks=looks, max_seconds=compare_seconds, kinds=(FED,))
         comparison = pipediag.compare(tuned.dataset, dataset, plan=plan, equivalence=EQUIVALENCE,
                                       label_a="tuned", label_b="patched", **step_kwargs)
+        # The control: the tuned mode's pipeline is rebuilt from its graph (DatasetFromGraph), the
+        # patched one is built by the user's Python, and a rebuild alone can change the speed (seen:
+        # from_tensor_slices(numpy).repeat().batch(1024) ran ~1.15x rebuilt, the same ops in both
+        # graphs). Rebuilt the same way, patched and tuned should be one pipeline. A patched
+        # pipeline with a cache was rebuilt already, to fill it (fill_caches): no control needed.
+        control = None
+        if fill_ns is None:
+            from pipediag.builder.graph import PipelineGraph
+
+            rebuilt = PipelineGraph.from_dataset(dataset).to_dataset()
+            control = pipediag.compare(tuned.dataset, rebuilt, plan=plan, equivalence=EQUIVALENCE,
+                                       label_a="tuned", label_b="patched, rebuilt from its graph", **step_kwargs)
+    civ = None if control is None else control.interval
+    out["rebuilt_vs_tuned"] = None if civ is None else {"ratio": civ.ratio, "low": civ.low, "high": civ.high}
+    out["control_result"] = None if control is None else _result(civ)
     iv = comparison.interval
     out["patched_vs_tuned"] = None if iv is None else {"ratio": iv.ratio, "low": iv.low, "high": iv.high}
     out["verdict"] = comparison.verdict.verdict
     out["compare"] = {"rounds": len(comparison.rounds), "stop": comparison.stop_reason,
                       "segment_s": comparison.segment_seconds, "elapsed_s": comparison.elapsed_s,
                       "log_sd": None if iv is None else iv.log_sd, "level": None if iv is None else iv.level}
-    if iv is None:
-        out["result"] = "inconclusive"
-    elif iv.low >= 1 - EQUIVALENCE and iv.high <= 1 + EQUIVALENCE:
-        out["result"] = "met"
-    elif iv.high < 1 - EQUIVALENCE or iv.low > 1 + EQUIVALENCE:
-        out["result"] = "miss"
-    else:
-        out["result"] = "not settled"  # the interval straddles a ±5% edge
+    out["result"] = _result(iv)
     return out
+
+
+def _result(iv) -> str:
+    if iv is None:
+        return "inconclusive"
+    if iv.low >= 1 - EQUIVALENCE and iv.high <= 1 + EQUIVALENCE:
+        return "met"
+    if iv.high < 1 - EQUIVALENCE or iv.low > 1 + EQUIVALENCE:
+        return "miss"
+    return "not settled"  # the interval straddles a ±5% edge
 
 
 def run_scenario(path: str, max_seconds: float, compare_seconds: float, max_rounds: int, lock: bool,
@@ -160,6 +183,12 @@ def _together(t) -> str:
     return f"{speedup:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
+def _control(r) -> str:
+    if r.get("rebuilt_vs_tuned"):
+        return f"{_fmt_iv(r['rebuilt_vs_tuned'])}: {r['control_result']}"
+    return "— (rebuilt to fill its cache)" if r.get("patched_cache_fill_ms") is not None else "—"
+
+
 def _rounds(c) -> str:
     return "—" if not c else f"{c['rounds']} ({c['stop']}), {c['segment_s']:.1f} s"
 
@@ -177,8 +206,8 @@ def table(rows: list[dict[str, Any]], args, when: str) -> str:
              "Goal: patched / tuned within ±5% (its 95% interval inside [0.95, 1.05]).", "",
              f"| scenario | {'gains' if args.gains_only else 'changes the tuned mode applied'}, patched | "
              "edits (done / all) | stage checks | diagnosis tuned/pipeline | patched / tuned [95% CI] | rounds, "
-             "turn | result |",
-             "|---|---|---|---|---|---|---|---|"]
+             "turn | result | control: patched rebuilt / tuned [95% CI] |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         edits = r.get("edits") or []
         checks = r.get("stage_checks") or []
@@ -186,9 +215,13 @@ def table(rows: list[dict[str, Any]], args, when: str) -> str:
             f"| {r['scenario']} | {', '.join(r.get('gains') or []) or '—'} | "
             f"{sum(e['done'] for e in edits)} / {len(edits)} | "
             f"{sum(c['ok'] for c in checks)} / {len(checks)} ok | {_together(r.get('together'))} | "
-            f"{_fmt_iv(r.get('patched_vs_tuned'))} | {_rounds(r.get('compare'))} | {r.get('result')} |")
+            f"{_fmt_iv(r.get('patched_vs_tuned'))} | {_rounds(r.get('compare'))} | {r.get('result')} | "
+            f"{_control(r)} |")
     met = sum(r.get("result") == "met" for r in rows)
-    lines += ["", f"Goal met in **{met} of {len(rows)}** scenarios.", ""]
+    either = sum(r.get("result") == "met" or r.get("control_result") == "met" for r in rows)
+    lines += ["", f"Goal met in **{met} of {len(rows)}** scenarios as the user runs the patched builder; "
+              f"in {either} of {len(rows)} with the control (the patched pipeline rebuilt from its graph, "
+              "as the tuned mode's is) counted.", ""]
     for r in rows:
         refused = [e for e in r.get("edits") or [] if not e["done"]]
         if refused or r.get("error") or r.get("diff"):
@@ -210,8 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", help="comma-separated scenario names")
     p.add_argument("--max-seconds", type=float, default=10.0, help="diagnose --max-seconds (default: 10)")
     p.add_argument("--compare-seconds", type=float, default=240.0, help="compare's cap (default: 240)")
-    p.add_argument("--max-rounds", type=int, default=60,
-                   help="compare's rounds (default: 60), looked at once at the end (and one round before)")
+    p.add_argument("--max-rounds", type=int, default=100,
+                   help="compare's rounds (default: 100), looked at once at the end (and one round before)")
     p.add_argument("--gains-only", action="store_true",
                    help="patch only the changes measured as gains (default: every change the tuned mode applied, "
                    "so that patched and tuned are the same pipeline and every edit kind is exercised)")

@@ -24,26 +24,21 @@ import io
 import json
 import os
 import sys
-from dataclasses import replace
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
 def _imports():
     """The pipediag functions the replay calls. A restructuring updates these imports, nothing else."""
-    from pipediag.analysis.buffers import shuffle_buffers
     from pipediag.analysis.modes import summarize
-    from pipediag.fixes.recommend import recommend
+    from pipediag.fixes.conclude import conclude
     from pipediag.report.html.diagnose import render_html
     from pipediag.report.terminal.diagnose import render_diagnosis as render
     from pipediag.results.diagnose import Diagnosis
     from pipediag.steps.placement import accelerators
-    from pipediag.verdict.devices import with_device_lines
-    from pipediag.verdict.rules import decide, nothing_left_to_change
 
-    return dict(shuffle_buffers=shuffle_buffers, summarize=summarize, Diagnosis=Diagnosis, recommend=recommend,
-                render_html=render_html, render=render, accelerators=accelerators,
-                with_device_lines=with_device_lines, decide=decide, nothing_left_to_change=nothing_left_to_change)
+    return dict(summarize=summarize, Diagnosis=Diagnosis, conclude=conclude, render_html=render_html, render=render,
+                accelerators=accelerators)
 
 
 def replay(path: str, api: dict) -> dict:
@@ -59,23 +54,18 @@ def replay(path: str, api: dict) -> dict:
         row["verdict"] = None
         return row
     environment = diag.environment
-    gpus = bool(environment and environment.gpus)
-    verdict = api["decide"](summaries, gpu_expected=gpus, buffers=api["shuffle_buffers"](diag.stages),
-                            ram_budget_bytes=diag.settings.get("ram_budget_bytes"), handover=diag.handover,
-                            container=log.container)
-    if diag.status != "complete":
-        verdict = replace(verdict, confidence="low")
-    applied = sum(1 for c in diag.tuning if c.applied)
-    verdict = api["nothing_left_to_change"](
-        verdict, [(c.kind, c.stage, c.reason) for c in diag.tuning if not c.applied], applied)
-    devices = api["accelerators"](diag.step.devices) if diag.step is not None else ()
-    verdict = api["with_device_lines"](verdict, summaries, devices)
-    recommendation = api["recommend"](
-        verdict, summaries, list(diag.tuning), ablation=diag.ablation, gpu_present=gpus,
+    # The same chain of rules diagnose() runs (fixes.conclude), on the saved measurements. The
+    # saved run keeps the changes the tuned mode applied, not how many it planned: those stand in.
+    conclusion = api["conclude"](
+        summaries, status_complete=diag.status == "complete", status=diag.status, stages=diag.stages,
+        tuning=diag.tuning, ablation=diag.ablation, candidates=sum(1 for c in diag.tuning if c.applied),
+        handover=diag.handover, container=log.container, gpus_present=bool(environment and environment.gpus),
         tf_gpu_without_memory_growth=bool(environment and environment.tf_gpu_without_memory_growth),
-        framework=diag.step.framework if diag.step is not None else None, stages=diag.stages,
-        scale_command=None, slow_stage=None if diag.anatomy is None else diag.anatomy.bottleneck_stage,
-        container=log.container)
+        ram_budget_bytes=diag.settings.get("ram_budget_bytes"),
+        step_accelerators=api["accelerators"](diag.step.devices) if diag.step is not None else (),
+        framework=diag.step.framework if diag.step is not None else None,
+        slow_stage=None if diag.anatomy is None else diag.anatomy.bottleneck_stage)
+    verdict, recommendation = conclusion.verdict, conclusion.recommendation
     row["verdict"] = {"bottleneck": verdict.bottleneck, "confidence": verdict.confidence,
                       "headline": verdict.headline, "evidence": list(verdict.evidence)}
     row["fixes"] = [[fix.kind, fix.stage, fix.title] for fix in recommendation.fixes]

@@ -13,12 +13,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from pipediag.analysis.buffers import shuffle_buffers
 from pipediag.analysis.modes import summarize
 from pipediag.api.gather import DiagnoseRun, Gathering, Plan, observed
 from pipediag.api.options import check_step_options, sample_hz, stop_rule_for
 from pipediag.errors import UsageError, UserCodeError
-from pipediag.fixes.recommend import recommend
+from pipediag.fixes.conclude import conclude
 from pipediag.modes.watchdog import Watchdog
 from pipediag.records.kinds import COMPLETE, FAILED, INTERRUPTED, STALLED, Status
 from pipediag.records.options import RunOptions, run_options
@@ -31,8 +30,6 @@ from pipediag.samples.sampler import Sampler
 from pipediag.samples.selection import GpuSelection
 from pipediag.steps.placement import accelerators
 from pipediag.steps.step import Step
-from pipediag.verdict.devices import with_device_lines
-from pipediag.verdict.rules import decide, nothing_left_to_change
 
 
 class Progress(Protocol):
@@ -176,31 +173,18 @@ def _conclude(state: DiagnoseRun, log, rule: StopRule, batch_size, batch_format,
     notes += [loss_note] if loss_note else []
     verdict = recommendation = ablation = None
     if "synthetic" in summaries:
-        verdict = decide(summaries, gpu_expected=bool(state.environment and state.environment.gpus),
-                         buffers=shuffle_buffers(state.stages), ram_budget_bytes=ram_budget_bytes,
-                         handover=state.handover, container=log.container)
-        if not complete:
-            verdict = replace(
-                verdict,
-                confidence="low",
-                evidence=verdict.evidence + (
-                    f"the run {_ended(state)}: this verdict uses only the modes that finished",),
-            )
-        verdict = nothing_left_to_change(
-            verdict, [(c.kind, c.stage, c.reason) for c in state.tuning if not c.applied],
-            None if state.candidates is None else len(state.candidates))
-        step_info = _step_info(state.step, framework)
-        verdict = with_device_lines(verdict, summaries, accelerators(step_info.devices) if step_info else ())
         ablation = _ablation(state, summaries)
-        recommendation = recommend(
-            verdict, summaries, list(state.tuning), ablation=ablation,
-            gpu_present=bool(state.environment and state.environment.gpus),
+        step_info = _step_info(state.step, framework)
+        conclusion = conclude(
+            summaries, status_complete=complete, status=_status(state), stages=state.stages, tuning=state.tuning,
+            ablation=ablation, candidates=None if state.candidates is None else len(state.candidates),
+            handover=state.handover, container=log.container,
+            gpus_present=bool(state.environment and state.environment.gpus),
             tf_gpu_without_memory_growth=bool(state.environment and state.environment.tf_gpu_without_memory_growth),
-            framework=framework,
-            stages=state.stages,
-            slow_stage=None if state.anatomy is None else state.anatomy.bottleneck_stage,
-            container=log.container,
+            ram_budget_bytes=ram_budget_bytes, step_accelerators=accelerators(step_info.devices) if step_info else (),
+            framework=framework, slow_stage=None if state.anatomy is None else state.anatomy.bottleneck_stage,
         )
+        verdict, recommendation = conclusion.verdict, conclusion.recommendation
         notes += list(recommendation.withheld)
     return Diagnosis(
         status=_status(state),
@@ -243,10 +227,6 @@ def _status(state: DiagnoseRun) -> Status:
     if state.failure is not None:
         return FAILED
     return INTERRUPTED if state.interrupted else COMPLETE
-
-
-def _ended(state: DiagnoseRun) -> str:
-    return {STALLED: "stalled", FAILED: "failed", INTERRUPTED: "was interrupted"}.get(_status(state), "ended")
 
 
 def _ablation(state: DiagnoseRun, summaries: dict):

@@ -231,12 +231,12 @@ def _status(state: DiagnoseRun) -> Status:
 
 def _ablation(state: DiagnoseRun, summaries: dict):
     """Each planned change's own effect, from the variants that ran (pure bookkeeping)."""
-    from pipediag.analysis.ablation import conclude
+    from pipediag.analysis.ablation import conclude as conclude_ablation
 
     pipeline = summaries.get("pipeline")
     if state.candidates is None or state.tuning_outcome is None or pipeline is None:
         return None
     outcome = state.tuning_outcome
-    return conclude(pipeline.batches_per_sec, pipeline.batches_per_sec_ci, state.candidates, outcome.variants,
+    return conclude_ablation(pipeline.batches_per_sec, pipeline.batches_per_sec_ci, state.candidates, outcome.variants,
                     outcome.window_s)
 

@@ -237,6 +237,6 @@ def _ablation(state: DiagnoseRun, summaries: dict):
     if state.candidates is None or state.tuning_outcome is None or pipeline is None:
         return None
     outcome = state.tuning_outcome
-    return conclude_ablation(pipeline.batches_per_sec, pipeline.batches_per_sec_ci, state.candidates, outcome.variants,
-                    outcome.window_s)
+    return conclude_ablation(pipeline.batches_per_sec, pipeline.batches_per_sec_ci, state.candidates,
+                             outcome.variants, outcome.window_s)
 

@@ -1,6 +1,7 @@
 import ast
 import importlib.util
 import os
+import signal
 import sys
 
 import pytest
@@ -153,6 +154,14 @@ def _module_level_tf_import(path) -> str | None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    # A shell that starts pytest in the background (`cmd &`, nohup, some CI runners) hands it SIGINT
+    # ignored, and Python then installs no KeyboardInterrupt handler. The Ctrl-C tests send SIGINT to
+    # this process and to pipediag subprocesses, which would inherit the ignoring: give both Ctrl-C back.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_make_collect_report(collector):
     """A test module that imports TensorFlow at its top level must be listed in TF_TESTS (else it would
     break collection where TensorFlow is missing); a listed one is skipped there, with the reason."""

@@ -7,7 +7,11 @@ before the alone runs and again right after them, with the same short window. Th
 shared machine drifts by 10-15% between windows seconds apart, more than one window's own
 interval shows, so the baseline is measured next to what it is compared with, and its interval
 spans both control runs: drift during the ablation widens every interval instead of passing for
-an effect. Without a control (a single change: no alone runs), pipeline mode is the baseline.
+an effect. A single change has no alone runs (the tuned run is that change alone), and still gets
+its control, run right before the tuned run: the rebuild alone changes a pipeline's speed (a
+graph rebuilt with `DatasetFromGraph` ran 1.05-1.17x the same pipeline built in Python under
+autotune; docs/patch.md), so pipeline mode is no baseline for a rebuilt variant. Pipeline mode is
+the baseline only where no control ran (an older saved diagnosis, an interrupted one).
 Per change this module says: `gain` (faster, the 95% intervals apart, by at least `MIN_GAIN`),
 `none`, `harm` (clearly slower), `unsafe` (its first batches differ from the original's), or
 `unmeasured` (it could not be built or run). Harmful and unsafe changes are left out of the
@@ -236,10 +240,14 @@ def left_out(ablation: Ablation) -> dict[str, str]:
 
 
 def plan_alone(keys: list[str]) -> list[tuple[str, ...]]:
-    """The runs before the together run, when there are two or more changes (with one, the
-    together run is that change alone): the control (no change), each change alone, and the
-    control again."""
-    return [] if len(keys) < 2 else [()] + [(k,) for k in keys] + [()]
+    """The runs before the together run. Two or more changes: the control (no change), each
+    change alone, and the control again. One change: the control alone (the together run is that
+    change alone). None: nothing (the together run is the rebuilt graph itself)."""
+    if not keys:
+        return []
+    if len(keys) == 1:
+        return [()]
+    return [()] + [(k,) for k in keys] + [()]
 
 
 def plan_all_but(keys: list[str], thorough: bool) -> list[tuple[str, ...]]:

@@ -157,5 +157,5 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     iv = measured.comparison.interval
     said = "no interval" if iv is None else _ratio(iv.ratio, (iv.low, iv.high))
     say(f"measured: patched / original = {said} (fed step, 95% CI, {measured.comparison.verdict.verdict}); "
-        f"the diagnosis measured tuned / pipeline = {_ratio(selection.together_speedup, selection.together_ci)}")
+        f"the diagnosis measured tuned / {selection.baseline} = {_ratio(selection.together_speedup, selection.together_ci)}")
     return EXIT_OK

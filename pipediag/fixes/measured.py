@@ -27,7 +27,7 @@ class Measured:
     """What the tuned mode and its ablation measured of the applied changes, and the gains withheld."""
 
     applied: list[Change]
-    together: Ratio | None  # the tuned mode against the pipeline: all applied changes together
+    together: Ratio | None  # the tuned mode against its baseline (the control run): all applied changes together
     together_gain: bool
     effects: dict[str, ChangeEffect | None]
     gains: list[Change]  # changes that gained alone
@@ -43,9 +43,9 @@ def measure_changes(verdict: Verdict, modes: dict[str, ModeSummary | None], chan
              ablation: Ablation | None) -> Measured:
     """The applied changes' measured gains (alone, on top of the others, or together), each held to
     gain_doubt; a gain in doubt is withheld with its reason."""
-    pipeline, tuned = modes.get("pipeline"), modes.get("tuned")
+    tuned = modes.get("tuned")
     applied = [c for c in changes if c.applied]
-    together = rate_ratio(tuned, pipeline)
+    together = together_ratio(modes, ablation)
     # With nothing applied the tuned mode is the user's graph rebuilt: a "gain" there is drift
     # between two runs of the same pipeline (seen on the H200: 1.34x), never a fix.
     together_gain = bool(applied) and classify(together) == "gain"
@@ -72,6 +72,16 @@ def measure_changes(verdict: Verdict, modes: dict[str, ModeSummary | None], chan
                 withheld.append(f"the tuned pipeline ran {together.value:.2f}x the original, not taken as a gain: "
                                 f"{why}")
     return Measured(applied, together, together_gain, effects, gains, on_top, withheld)
+
+
+def together_ratio(modes: dict[str, ModeSummary | None], ablation: Ablation | None) -> Ratio | None:
+    """The tuned mode's speedup: against the control run (the user's graph rebuilt unchanged, run
+    next to it) where one ran, since a rebuild alone can change a pipeline's speed; else (a
+    diagnosis saved before every tuned mode had a control) against pipeline mode."""
+    if ablation is not None and ablation.baseline_run == "control" and ablation.together_speedup is not None:
+        low, high = ablation.together_ci if ablation.together_ci is not None else (None, None)
+        return Ratio(ablation.together_speedup, low, high)
+    return rate_ratio(modes.get("tuned"), modes.get("pipeline"))
 
 
 def gain_doubt(rate: float | None, rate_ci: tuple[float, float] | None, verdict: Verdict,

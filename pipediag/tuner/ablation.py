@@ -5,7 +5,9 @@ real step like pipeline mode (see `analysis.ablation` for why fed-step). With tw
 changes, a control run (the graph rebuilt without changes), each change alone and the control
 again run in a short window; a change that is clearly slower alone than the control, or
 whose first batches differ from the original's where they must not, is left out. The rest run
-together as the tuned mode, with the full window. `--thorough` gives the alone runs the full
+together as the tuned mode, with the full window. With one change the tuned run is that change
+alone, and its control runs right before it with the same full window, so the two differ by the
+change and nothing else (not the rebuild, not the window, not minutes of drift). `--thorough` gives the alone runs the full
 window too, and adds all-but-one runs when there are three or more changes. Each variant's
 pipeline (and its in-memory cache) is released before the next one is built.
 """
@@ -108,7 +110,6 @@ def tune_with_ablation(
     out.changes = list(plan.changes)
     out.notes.extend(plan.notes)
     short = alone_rule(rule, thorough)
-    out.window_s = short.max_seconds
     by_key = {c.key: c for c in plan.candidates}
     keys = list(by_key)
     excluded: dict[str, str] = {}
@@ -132,11 +133,14 @@ def tune_with_ablation(
         gc.collect()
         return run, check, fill_ns, changes
 
+    # The only change is measured by the tuned run itself (full window): its control gets the same.
+    control_rule = rule if len(keys) == 1 else short
+    out.window_s = control_rule.max_seconds
     for keys_ in pure.plan_alone(keys):
         if not keys_:
             again = any(v.role == "control" for v in out.variants)
             name = "control again" if again else "control"
-            one("control", keys_, f"{name}: rebuilt, unchanged", name, short)
+            one("control", keys_, f"{name}: rebuilt, unchanged", name, control_rule)
             continue
         change = by_key[keys_[0]]
         one("alone", keys_, f"{_short(change)} alone", f"{_short(change)} alone", short)

@@ -28,6 +28,7 @@ class Selection:
     left_out: tuple[Change, ...]  # every other planned change, with the reason it is not carried over
     together_speedup: float | None  # the tuned mode's own: tuned / baseline throughput
     together_ci: tuple[float, float] | None
+    baseline: str = "control"  # what together_speedup is against: "control" (rebuilt, unchanged) or "pipeline"
 
 
 def select_gains(diagnosis: Diagnosis, gains_only: bool = True) -> Selection:
@@ -55,7 +56,7 @@ def select_gains(diagnosis: Diagnosis, gains_only: bool = True) -> Selection:
         else:
             gains.append(change)
     return Selection(tuple(gains), tuple(left_out), diagnosis.ablation.together_speedup,
-                     diagnosis.ablation.together_ci)
+                     diagnosis.ablation.together_ci, diagnosis.ablation.baseline_run)
 
 
 def is_gain(effect: ChangeEffect | None) -> bool:

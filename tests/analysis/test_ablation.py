@@ -66,6 +66,16 @@ def test_a_single_change_is_measured_by_the_together_run():
     assert e.effect == "gain" and e.basis == "only change" and e.speedup == pytest.approx(2.0)
 
 
+def test_a_single_change_is_measured_against_its_control_when_one_ran():
+    # pipeline mode 50; the graph rebuilt unchanged 60 (the rebuild effect); that change alone 62
+    variants = [variant("control", [], 60.0), variant("together", [MAP[0]], 62.0)]
+    a = conclude(*BASE, [MAP], variants, window_s=8.0)
+    e = a.effect(MAP[0])
+    assert a.baseline_run == "control" and a.baseline_batches_per_sec == 60.0
+    assert e.basis == "only change" and e.speedup == pytest.approx(62 / 60) and e.effect == "none"
+    assert a.together_speedup == pytest.approx(62 / 60)
+
+
 def test_unmeasured_when_a_variant_could_not_be_built_or_did_not_run():
     variants = [variant("alone", [CACHE[0]], None, error="filling it took over 20 s; stopped")]
     a = conclude(*BASE, [CACHE, MAP], variants, window_s=3.0)
@@ -98,7 +108,8 @@ def test_classify_needs_a_clear_and_large_enough_change():
 
 
 def test_which_runs_are_planned():
-    assert plan_alone(["a"]) == []
+    assert plan_alone([]) == []  # the tuned run is the rebuilt graph itself
+    assert plan_alone(["a"]) == [()]  # the control, then the tuned run: that change alone
     assert plan_alone(["a", "b"]) == [(), ("a",), ("b",), ()]  # the control before and after
     assert plan_all_but(["a", "b", "c"], thorough=False) == []
     assert plan_all_but(["a", "b"], thorough=True) == []  # the alone runs already are the all-but runs

@@ -1,6 +1,7 @@
 """The ablation on a real pipeline: two changes with clearly different gains get different numbers."""
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -80,3 +81,27 @@ def test_each_change_gets_its_own_measured_speedup():
     # What is applied follows the judged effects: a change judged a gain is kept.
     applied = {c.kind for c in outcome.changes if c.applied}
     assert parallel.effect != "gain" or "parallel_map" in applied, (ablation, outcome.changes)
+
+
+@pytest.mark.slow
+def test_a_single_change_gets_a_control_run_of_the_same_window_right_before_it():
+    ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
+    baseline_run, firsts = run("pipeline", ds, RULE)
+    baseline = summarize(baseline_run, NO_SAMPLES)
+    plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
+    parallel = plan.candidates[0]
+    assert parallel.kind == "parallel_map"
+    # only the parallel map is planned: the prefetch is left out, as a plan with one candidate would have it
+    plan.changes = [c if c is parallel else c.skipped("left out by the test") for c in plan.changes]
+    rule = replace(RULE, max_seconds=4.0)  # longer than the alone runs' window (3 s)
+    outcome = tune_with_ablation(
+        plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run,
+        summarize=lambda r: summarize(r, NO_SAMPLES), rule=rule,
+    )
+    assert [(v.role, v.changes) for v in outcome.variants] == [("control", ()), ("together", (parallel.key,))]
+    assert outcome.window_s == 4.0  # the tuned run's window, not the alone runs' short one
+    ablation = conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci, [(parallel.key, parallel.kind, parallel.stage)],
+                        outcome.variants, outcome.window_s)
+    assert ablation.baseline_run == "control"
+    control = outcome.variants[0].batches_per_sec
+    assert ablation.effect(parallel.key).speedup == pytest.approx(outcome.variants[1].batches_per_sec / control)

@@ -302,7 +302,9 @@ def fixes_view(d: Diagnosis) -> RenderableType:
         ablation = d.ablation
         if ablation is not None and ablation.together_speedup is not None:
             lines.append(f"all applied changes together ×{ablation.together_speedup:.2f}", style="bold")
-            lines.append(" (training, vs pipeline mode)", style="dim")
+            against = "the control run: your graph rebuilt, unchanged" if ablation.baseline_run == "control" \
+                else "pipeline mode"
+            lines.append(f" (training, vs {against})", style="dim")
         lines.append("\n")
         for c in d.tuning:
             mark, style = ("applied", "green") if c.applied else ("left out", "dim")

@@ -10,8 +10,9 @@
 A scenario of scenarios/real/ is named `real/<file>` in the table and the results.
 
 For each scenario, `python -m pipediag diagnose ... --json` runs as a user would run it. Then, when
-the diagnosis ran its tuned mode, a second process rebuilds that tuned pipeline (the changes the
-diagnosis applied, through pipediag's own tuning code) and measures it with `pipediag.compare`
+the diagnosis ran its tuned mode, a second process builds that tuned pipeline from the saved
+diagnosis (`pipediag.tuned_pipeline(..., gains_only=False)`: every change the tuned mode applied,
+by its own graph rewrite and checks) and measures it with `pipediag.compare`
 against the scenario's `expert_dataset()` and against AUTOTUNE-only (the user's pipeline with only
 `tf.data.Options` autotune and a final prefetch), each feeding the scenario's own step in
 interleaved rounds: every ratio comes with its 95% interval, instead of being the ratio of two
@@ -233,6 +234,24 @@ def _batch_size_arg(args: list[str]) -> int | None:
     return None
 
 
+def tuned_of(builder: Any, diagnosis_path: str, tuning: list[dict[str, Any]], max_seconds: float,
+             input_batches_per_sec: float | None, build: Any) -> tuple[Any, list[str]]:
+    """The diagnosis' tuned pipeline exactly: `pipediag.tuned_pipeline` with every change its tuned
+    mode applied (gains_only=False), from the saved diagnosis, as `pipediag fix` and the patch
+    benchmark take it. Where that refuses (a change it cannot carry over), the changes are planned
+    again on this process' copy (`rebuild_tuned`), and what could not be rebuilt is named."""
+    from pipediag import tuned_pipeline
+    from pipediag.errors import PipediagError
+
+    try:
+        result = tuned_pipeline(builder, diagnosis_path, gains_only=False)
+    except PipediagError:
+        return rebuild_tuned(build(builder), tuning, max_seconds, input_batches_per_sec)
+    wanted = {(c["kind"], c["stage"]) for c in tuning if c["applied"]}
+    rebuilt = {(c.kind, c.stage) for c in result.applied}
+    return result.dataset, sorted(f"{k}@{s}" for k, s in wanted - rebuilt)
+
+
 def rebuild_tuned(dataset: Any, tuning: list[dict[str, Any]], max_seconds: float,
                   input_batches_per_sec: float | None) -> tuple[Any, list[str]]:
     """The diagnosis' tuned pipeline, built again with pipediag's own tuning code: the changes the
@@ -306,8 +325,8 @@ def measure_ratios(path: str, diagnosis_path: str, max_seconds: float, compare_s
     expert = build(module.expert_dataset)
     if hasattr(module, "EXPERT_WARMUP_BATCHES"):  # e.g. one epoch, so the expert's cache is full (tuned's is)
         expert = _filled(expert, module.EXPERT_WARMUP_BATCHES)
-    tuned_dataset, not_rebuilt = rebuild_tuned(build(module.make_dataset), found["tuning"], max_seconds,
-                                               _rate(data, "input_only"))
+    tuned_dataset, not_rebuilt = tuned_of(module.make_dataset, diagnosis_path, found["tuning"], max_seconds,
+                                          _rate(data, "input_only"), build)
     step_kwargs: dict[str, Any] = {"batch_format": info["batch_format"]}
     if info["step"] == "model":
         step_kwargs["model"] = module.make_model()
@@ -574,7 +593,7 @@ def markdown(rows: list[dict[str, Any]], t: dict[str, Any], meta: dict[str, Any]
         f"total run {meta['total_s']:.0f} s)",
         "- throughputs are training steps per second (batches/s) with the scenario's own step. pipeline and "
         "tuned b/s come from the diagnosis. The ratios come from `pipediag.compare` in a second process right "
-        "after it: the diagnosis' tuned pipeline (rebuilt from its applied changes by pipediag's tuning code) "
+        "after it: the diagnosis' tuned pipeline (`pipediag.tuned_pipeline` of the saved diagnosis, every applied change) "
         "against the scenario's expert pipeline, and against AUTOTUNE-only (the user's pipeline with autotune "
         "options and a final prefetch), feeding the same step in interleaved rounds (fed turns only, each "
         f"comparison capped at {meta['compare_seconds']:g} s); each ratio is the geometric mean of the rounds' "

@@ -7,9 +7,10 @@ again run in a short window; a change that is clearly slower alone than the cont
 whose first batches differ from the original's where they must not, is left out. The rest run
 together as the tuned mode, with the full window. With one change the tuned run is that change
 alone, and its control runs right before it with the same full window, so the two differ by the
-change and nothing else (not the rebuild, not the window, not minutes of drift). `--thorough` gives the alone runs the full
-window too, and adds all-but-one runs when there are three or more changes. Each variant's
-pipeline (and its in-memory cache) is released before the next one is built.
+change and nothing else (not the rebuild, not the window, not minutes of drift). `--thorough`
+gives the alone runs the full window too, and adds all-but-one runs when there are three or more
+changes. Each variant's pipeline (and its in-memory cache) is released before the next one is
+built.
 """
 
 from __future__ import annotations

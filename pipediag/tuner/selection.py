@@ -28,7 +28,7 @@ class Selection:
     left_out: tuple[Change, ...]  # every other planned change, with the reason it is not carried over
     together_speedup: float | None  # the tuned mode's own: tuned / baseline throughput
     together_ci: tuple[float, float] | None
-    baseline: str = "control"  # what together_speedup is against: "control" (rebuilt, unchanged) or "pipeline"
+    baseline: str  # what together_speedup is against: "control" (the graph rebuilt, unchanged) or "pipeline"
 
 
 def select_gains(diagnosis: Diagnosis, gains_only: bool = True) -> Selection:

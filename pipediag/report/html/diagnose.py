@@ -245,10 +245,12 @@ def ablation_section(d: Diagnosis) -> str | None:
     if ab is None:
         return None
     describe = {c.key: c.description for c in d.tuning}
-    alone = any(v.role == "alone" for v in ab.variants)
-    base = ("the control run (no change, before and after the alone runs)" if alone
-            else "the control run (no change, right before the tuned run)") if ab.baseline_run == "control" \
-        else "pipeline mode (no control run)"
+    if ab.baseline_run != "control":
+        base = "pipeline mode (no control run)"
+    elif any(v.role == "alone" for v in ab.variants):
+        base = "the control run (no change, before and after the alone runs)"
+    else:
+        base = "the control run (no change, right before the tuned run)"
     intro = (f"<p>Every run feeds the step, each for at most {ab.window_s:.1f} s. Baseline: {escape(base)}, "
              f"{escape(fmt_num(ab.baseline_batches_per_sec))} batches/s (95%: {escape(fmt_interval(ab.baseline_ci))}).</p>")
     head = table_head(("change", "speedup", "95% interval", "measured", "effect", "without it", "why"),

@@ -106,3 +106,30 @@ def test_input_monitor_on_pytorch_says_why_it_cannot_time_the_wait():
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["bottleneck"] == "inconclusive"
     assert "PyTorch backend" in got["reason"] + " ".join(got["evidence"])
+
+
+def _json_of(command, backend, tmp_path, *args):
+    out = tmp_path / f"{command}.json"
+    done = run(backend, "-m", "pipediag", command, *args, "--model", f"{FIXTURES}:small_model", "--quiet",
+               "--json", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend, module", [("jax", "jax"), ("torch", "torch")])
+def test_compare_sweep_and_scale_take_a_keras_model_on_another_backend(backend, module, tmp_path):
+    """The other entry points with `--model` on JAX and PyTorch (issue 14): each runs the model's
+    real train step, fed as Keras' fit feeds that backend, and writes its result."""
+    pytest.importorskip(module)
+    spec = f"{FIXTURES}:small_vectors"
+    compared = _json_of("compare", backend, tmp_path, spec, spec, "--arg-b", "batch_size=32", "--max-seconds", "15")
+    assert compared["step"]["framework"] == backend and compared["step"]["batch_format"] == f"keras-{backend}"
+    assert compared["comparison"]["rounds"] >= 2, compared["comparison"]
+    swept = _json_of("sweep", backend, tmp_path, spec, "--batch-sizes", "8,16", "--max-seconds", "0.5")
+    assert [p["batch_size"] for p in swept["points"]] == [8, 16]
+    assert all(p["examples_per_sec"] and p["pipeline_examples_per_sec"] for p in swept["points"]), swept["points"]
+    scaled = _json_of("scale", backend, tmp_path, spec, "--workers", "1", "--max-seconds", "1")
+    assert scaled["step"]["framework"] == backend
+    assert [c["workers"] for c in scaled["counts"]] == [1], scaled["counts"]
+    assert scaled["counts"][0]["fed"]["batches_per_sec"] > 0, scaled["counts"]

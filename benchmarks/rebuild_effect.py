@@ -28,9 +28,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from accuracy import RESULTS, cpu_lock, machine  # noqa: E402  (the benchmarks share the lock and the machine line)
-
 import numpy as np  # noqa: E402
+from accuracy import RESULTS, cpu_lock, machine  # noqa: E402  (the benchmarks share the lock and the machine line)
 
 from pipediag.stats import mean_ci  # noqa: E402
 

@@ -153,7 +153,6 @@ def _module_level_tf_import(path) -> str | None:
     return None
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     # A shell that starts pytest in the background (`cmd &`, nohup, some CI runners) hands it SIGINT
     # ignored, and Python then installs no KeyboardInterrupt handler. The Ctrl-C tests send SIGINT to
@@ -162,6 +161,7 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_make_collect_report(collector):
     """A test module that imports TensorFlow at its top level must be listed in TF_TESTS (else it would
     break collection where TensorFlow is missing); a listed one is skipped there, with the reason."""

@@ -93,7 +93,7 @@ def measure(rounds: int, turn_seconds: float) -> list[dict]:
                 log_ratios[name].append(float(np.log(got[name] / got["python"])))
         for name in names:
             mean = float(np.mean(log_ratios[name]))
-            low, high = mean_ci(log_ratios[name]) or (mean, mean)  # the python form's own ratios are all 0
+            low, high = mean_ci(log_ratios[name]) or (mean, mean)  # under 3 rounds: no interval
             rows.append({"setting": setting, "form": name, "batches_per_sec": float(np.median(rates[name])),
                          "ratio": float(np.exp(mean)), "low": float(np.exp(low)), "high": float(np.exp(high))})
         del datasets

@@ -13,6 +13,8 @@ user would run it; its JSON, stdout and stderr land in the output folder):
                on JAX, `--model`, KERAS_BACKEND=jax), torch_py_function — each with its expected
                verdict.
   4. sweep     scenarios/gpu/sweep.py at batch sizes 64..65536 under --gpu-memory-limit 3072.
+  3b. diagnose the TensorFlow-GPU scenarios (tf_keras_input, tf_keras_compute, tf_keras_memory:
+               Keras 3 on KERAS_BACKEND=tensorflow), when TensorFlow sees a GPU.
   5. overhead  the sampler's cost on step throughput (benchmarks/sampler_overhead.py) for the
                host-bound step (the most sensitive: Python dispatch competes with the sampler
                thread for the GIL) and the compute-bound step: 10 rounds of 1.5 s on/off blocks.
@@ -47,6 +49,24 @@ CASES = [
     ("keras_compute", "compute", [], 150),
     ("torch_py_function", "input", [], 150),
 ]
+# TensorFlow's GPU build training Keras (TensorFlow backend) on the GPU (issue 25): run when
+# TensorFlow sees a GPU (benchmarks/tf_gpu/ carries the build to the device), or named in --only.
+TF_CASES = [
+    ("tf_keras_input", "input", [], 200),
+    ("tf_keras_compute", "compute", [], 200),
+    ("tf_keras_memory", "memory", [], 150),
+]
+
+
+def tensorflow_sees_gpu() -> bool:
+    """Whether this machine's TensorFlow is a GPU build that sees a GPU (in a child process, so this
+    one never starts TensorFlow beside the cases it runs)."""
+    code = "import tensorflow as tf; print(bool(tf.config.list_physical_devices('GPU')))"
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return False
+    return out.stdout.strip().endswith("True")
 SWEEP_SIZES = "64,256,1024,4096,16384,65536"
 SWEEP_LIMIT_MB = 3072
 
@@ -330,7 +350,8 @@ def main(argv=None) -> int:
     if take("tests"):
         summary["gpu_tests"] = gpu_tests(out_dir, 120)  # ~35 s on the H200; a short budget must not cut them
         print(f"[gpu tests] rc={summary['gpu_tests'].get('rc')}", flush=True)
-    for name, expected, extra, timeout in CASES:
+    tf_cases = TF_CASES if (wanted and wanted & {c[0] for c in TF_CASES}) or tensorflow_sees_gpu() else []
+    for name, expected, extra, timeout in CASES + tf_cases:
         if not take(name):
             continue
         if budget.left() < 60:

@@ -177,6 +177,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     comparison = with_progress(args, err, lambda p: compare(a, b, options=replace(options, progress=p), **asked),
                                RoundsProgress)
     print_and_write(comparison, render_comparison(comparison), args, out, err)
+    if comparison.error is not None:  # the user's code raised mid-rounds: its traceback after the partial report
+        raise comparison.error
     if comparison.status != COMPLETE:
         return exit_code_for(comparison.status)
     return EXIT_SLOWER if comparison.regression else EXIT_OK

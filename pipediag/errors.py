@@ -65,7 +65,7 @@ class UserCodeError(PipediagError):
         self.error = error
         if isinstance(error, SystemExit):
             message = f"your {where} exited: sys.exit({error.code!r}){_called_at(error)}"
-            hint = hint_for_exit(error) if hint is None else hint
+            hint = hint_for_exit(error)  # what to do about an exit, wherever it came from
         else:
             message = f"your {where} raised {type(error).__name__}: {_first_line(error)}"
         super().__init__(message, hint)

@@ -65,7 +65,7 @@ class UserCodeError(PipediagError):
         self.error = error
         if isinstance(error, SystemExit):
             message = f"your {where} exited: sys.exit({error.code!r}){_called_at(error)}"
-            hint = hint_for_exit(error)  # what to do about an exit, wherever it came from
+            hint = EXIT_HINT  # what to do about an exit, wherever it came from
         else:
             message = f"your {where} raised {type(error).__name__}: {_first_line(error)}"
         super().__init__(message, hint)
@@ -80,10 +80,9 @@ class UserCodeError(PipediagError):
         return format_user_traceback(self.error)
 
 
-def hint_for_exit(error: SystemExit) -> str:
-    return ("pipediag calls your functions inside its own process, so a sys.exit there ends the run: "
-            "return or raise instead; a script's command-line parsing (argparse, absl) belongs under "
-            "`if __name__ == \"__main__\":`, and --arg KEY=VALUE passes values to the builder")
+EXIT_HINT = ("pipediag calls your functions inside its own process, so a sys.exit there ends the run: "
+             "return or raise instead; a script's command-line parsing (argparse, absl) belongs under "
+             "`if __name__ == \"__main__\":`, and --arg KEY=VALUE passes values to the builder")
 
 
 def _called_at(error: BaseException) -> str:

@@ -18,7 +18,14 @@ from rich.console import Console
 
 from pipediag._version import __version__
 from pipediag.commands import baseline, compare, diagnose, env, fix, report, scale, sweep
-from pipediag.commands.common import EXIT_INTERRUPTED, EXIT_STALLED, EXIT_TERMINATED, EXIT_USAGE, EXIT_USER_CODE
+from pipediag.commands.common import (
+    EXIT_INTERRUPTED,
+    EXIT_STALLED,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    EXIT_USER_CODE,
+    stdout_options,
+)
 from pipediag.errors import PipediagError, UsageError, UserCodeError
 from pipediag.records.stall import Stalled
 
@@ -74,7 +81,8 @@ class _Terminate:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command. Called as the command (argv None), a process with a thread still stuck
-    in the user's code after a stall ends without waiting for it (see `_exit_now`)."""
+    in the user's code after a stall, or with threads the user's code started and left running,
+    ends without waiting for them (see `_exit_now`)."""
     with _Terminate() as terminate:
         code = _main(argv)
     if terminate.received and code == EXIT_INTERRUPTED:
@@ -82,15 +90,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         from pipediag.modes.watchdog import stuck_threads
 
-        if stuck_threads():
+        left = threads_left()
+        if left:
+            sys.stderr.write(f"note: your code left {len(left)} thread(s) running ({', '.join(left)}); "
+                             "pipediag ends without waiting for them\n")
+        if stuck_threads() or left:
             _exit_now(code)
     return code
+
+
+def threads_left() -> list[str]:
+    """The threads a normal exit would wait for: every live non-daemon thread but the main one,
+    by name and what it runs. pipediag's own threads are daemons, so these are the user's (a
+    builder's prefetcher, a logger, an experiment tracker) or a library's they called."""
+    names = []
+    for thread in threading.enumerate():
+        if thread is threading.main_thread() or thread.daemon or not thread.is_alive():
+            continue
+        target = getattr(thread, "_target", None)
+        runs = getattr(target, "__qualname__", None)
+        names.append(thread.name if runs is None or runs in thread.name else f"{thread.name}: {runs}")
+    return names
 
 
 def _exit_now(code: int) -> None:
     """End the process at once. After a stall a thread is still inside the user's py_function or
     step. A normal exit would wait for it: interpreter shutdown runs TensorFlow's finalizers,
-    and an iterator's destructor waits for its in-flight get_next, which never returns. By now
+    and an iterator's destructor waits for its in-flight get_next, which never returns; and it
+    joins every non-daemon thread, which the user's code may have started and never stops. By now
     every file is written (atomically, before the report was printed) and the report is printed,
     so nothing is lost by skipping the finalizers: flush what Python buffers, then os._exit."""
     for stream in (sys.stdout, sys.stderr):
@@ -99,6 +126,16 @@ def _exit_now(code: int) -> None:
         except (OSError, ValueError):
             pass
     os._exit(code)
+
+
+def _run_command(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """The command. pipediag's own code never calls sys.exit there, so a SystemExit is the user's
+    (a sys.exit in a function pipediag calls where no call site says which part it was): their
+    code exited, which pipediag reports as their code failing (exit 1), never with their code."""
+    try:
+        return COMMANDS[args.command].run(args, out, err)
+    except SystemExit as error:
+        raise UserCodeError("code", error) from error
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -110,9 +147,12 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
-        return COMMANDS[args.command].run(args, out, err)
+        if stdout_options(args):  # a file goes to standard output (`--json -`): the report to stderr
+            out = err
+        return _run_command(args, out, err)
     except UserCodeError as error:
-        err.print(error.user_traceback(), markup=False, highlight=False)
+        if not error.exited:  # a sys.exit's line says where it was called; its traceback adds nothing
+            err.print(error.user_traceback(), markup=False, highlight=False)
         err.print(f"[bold red]error:[/bold red] {error.message}", highlight=False)
         err.print(f"HINT: {error.hint or 'fix the error in your code shown above; pipediag frames are left out'}",
                   markup=False, highlight=False)

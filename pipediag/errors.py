@@ -8,6 +8,7 @@ and keeps its traceback with pipediag's own frames trimmed away (exit code 1).
 from __future__ import annotations
 
 import os
+import sysconfig
 import traceback
 from types import TracebackType
 
@@ -50,19 +51,49 @@ class OutputError(PipediagError):
 
 
 class UserCodeError(PipediagError):
-    """The user's own code raised. `where` says which part: builder, model, step, pipeline."""
+    """The user's own code raised. `where` says which part: builder, model, step, pipeline.
+
+    A `SystemExit` (the user's `sys.exit(3)`, or an argparse or absl in their file reading
+    pipediag's own command line) is one too: said in one line with its code and where it was
+    called, and pipediag exits 1, never with the user's code (3 would read as
+    `compare --fail-if-slower` failing)."""
 
     exit_code = 1
 
     def __init__(self, where: str, error: BaseException, hint: str | None = None):
         self.where = where
         self.error = error
-        message = f"your {where} raised {type(error).__name__}: {_first_line(error)}"
+        if isinstance(error, SystemExit):
+            message = f"your {where} exited: sys.exit({error.code!r}){_called_at(error)}"
+            hint = EXIT_HINT  # what to do about an exit, wherever it came from
+        else:
+            message = f"your {where} raised {type(error).__name__}: {_first_line(error)}"
         super().__init__(message, hint)
+
+    @property
+    def exited(self) -> bool:
+        """The user's code called sys.exit (its traceback adds nothing to the line that says where)."""
+        return isinstance(self.error, SystemExit)
 
     def user_traceback(self) -> str:
         """The traceback of the user's error with pipediag's own frames left out."""
         return format_user_traceback(self.error)
+
+
+EXIT_HINT = ("pipediag calls your functions inside its own process, so a sys.exit there ends the run: "
+             "return or raise instead; a script's command-line parsing (argparse, absl) belongs under "
+             "`if __name__ == \"__main__\":`, and --arg KEY=VALUE passes values to the builder")
+
+
+def _called_at(error: BaseException) -> str:
+    """` at file.py:12`: the innermost frame of the user's own files (not Python's or an installed
+    library's: argparse's exit is not where the user called it), or nothing when there is none."""
+    frames = trimmed_traceback(error.__traceback__)
+    libraries = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "purelib", "platlib")})
+    own = [f for f in frames if not os.path.abspath(f.filename).startswith(libraries)] or frames
+    if not own:
+        return ""
+    return f" at {os.path.basename(own[-1].filename)}:{own[-1].lineno}"
 
 
 def _first_line(error: BaseException) -> str:

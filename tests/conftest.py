@@ -95,6 +95,7 @@ TF_TESTS = (
     "tests/test_cli.py::test_demo_runs",
     "tests/test_cli.py::test_diagnose_writes_json_and_report_reprints_it",
     "tests/test_cli.py::test_env_lists_tensorflow_and_gpu_state",
+    "tests/test_cli.py::test_json_dash_pipes_the_diagnosis_alone_with_the_report_on_stderr",
     "tests/test_cli.py::test_missing_file_is_a_usage_error",
     "tests/test_cli.py::test_unbatched_dataset_exits_2_with_a_hint",
     "tests/test_cli.py::test_users_failing_step_exits_1_with_their_traceback_only",

@@ -48,6 +48,20 @@ def test_output_path_that_is_a_folder_is_refused_before_running(fixture_spec, tm
     assert result.returncode == 2 and "is a folder" in result.stderr and "HINT:" in result.stderr
 
 
+def test_json_dash_pipes_the_diagnosis_alone_with_the_report_on_stderr(fixture_spec):
+    """`pipediag diagnose ... --json - | jq .verdict`: standard output holds the JSON alone; a
+    device output is written in place and stays a device."""
+    import stat
+
+    result = pipediag("diagnose", fixture_spec("fast_map"), "--step", fixture_spec("light_step"), "--max-seconds", "1",
+                      "--json", "-", "--samples-csv", "/dev/null")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["kind"] == "diagnosis" and data["status"] == "complete"
+    assert "Verdict" in result.stderr and "wrote /dev/null" in result.stderr
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+
+
 def test_report_rerenders_a_saved_run_as_html_and_csv(tmp_path):
     from pipediag.records.files import write_json
     from tests.summaries import diagnosis
@@ -165,3 +179,75 @@ def test_gpus_that_name_no_gpu_are_a_usage_error_before_anything_runs():
     assert result.returncode == 2
     assert "--gpus names no GPU" in result.stderr and "HINT: give NVML indices or UUIDs" in result.stderr
     assert "--gpus" in pipediag("diagnose", "--help").stdout
+
+
+def test_a_sys_exit_in_code_a_command_runs_is_the_users_and_exits_1(monkeypatch, capsys):
+    """Where no call site named the part (builder, step, ...), the command line still does not let
+    the user's exit code through as its own: 3 would read as compare --fail-if-slower failing."""
+    from pipediag import cli
+    from pipediag.commands import env
+
+    class Exiting:
+        register = staticmethod(env.register)
+
+        @staticmethod
+        def run(args, out, err):
+            sys.exit(3)  # as the user's code would, deep inside a run
+
+    monkeypatch.setitem(cli.COMMANDS, "env", Exiting)
+    assert cli.main(["env"]) == 1
+    said = " ".join(capsys.readouterr().err.split())
+    assert "error: your code exited: sys.exit(3) at test_cli.py:" in said and "HINT:" in said
+    assert "Traceback" not in said
+    with pytest.raises(SystemExit) as version:  # argparse's own exits are not the user's
+        cli.main(["--version"])
+    assert version.value.code == 0
+
+
+def test_threads_left_names_the_non_daemon_threads_by_what_they_run():
+    import threading
+
+    from pipediag.cli import threads_left
+
+    stop = threading.Event()
+
+    def upload_metrics():
+        stop.wait()
+
+    thread = threading.Thread(target=upload_metrics, name="tracker", daemon=False)
+    daemon = threading.Thread(target=stop.wait, name="daemon-helper", daemon=True)
+    thread.start()
+    daemon.start()
+    try:
+        left = threads_left()
+        assert "tracker: test_threads_left_names_the_non_daemon_threads_by_what_they_run.<locals>.upload_metrics" in left
+        assert not any("daemon-helper" in name or "MainThread" in name for name in left)
+    finally:
+        stop.set()
+        thread.join()
+        daemon.join()
+
+
+LEFT_RUNNING = '''
+import sys, threading, time
+from pipediag.cli import main
+threading.Thread(target=lambda: time.sleep(100_000), name="logger", daemon=False).start()
+sys.argv = ["pipediag", *sys.argv[1:]]
+sys.exit(main())
+'''
+
+
+def test_the_command_ends_after_its_report_although_a_thread_is_left_running(tmp_path):
+    """A normal exit would join the thread for ever; the command names it and ends (os._exit after
+    the files and the report are flushed). No TensorFlow: `report` of a saved diagnosis."""
+    from pipediag.records.files import write_json
+    from tests.summaries import diagnosis
+
+    saved, page = tmp_path / "run.json", tmp_path / "run.html"
+    write_json(diagnosis().to_dict(), str(saved))
+    result = subprocess.run([sys.executable, "-c", LEFT_RUNNING, "report", str(saved), "--html", str(page)],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT,
+                            env=dict(os.environ, PYTHONPATH=ROOT, COLUMNS="200"))
+    assert result.returncode == 0, result.stderr
+    assert "Modes" in result.stdout and "<svg" in page.read_text()
+    assert "note: your code left 1 thread(s) running (logger: <lambda>); pipediag ends without waiting" in result.stderr

@@ -5,6 +5,7 @@ are generous and nothing is timed."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -298,3 +299,61 @@ def test_a_service_worker_killed_during_scale_keeps_what_was_measured_and_leaves
     assert data["status"] in ("failed", "stalled")
     assert data["modes"]["synthetic"]["steps"] > 0  # measured before the service: kept
     assert not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in servers)
+
+
+# The user's own exits and threads (issue 27, item 3), with the scripted fixtures.
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "pipelines.py")
+
+
+def _fixture(name):
+    return f"{FIXTURES}:{name}"
+
+
+@pytest.mark.slow
+def test_a_builder_that_calls_sys_exit_is_said_in_one_line_and_exits_1():
+    """sys.exit(3) in the builder once ended pipediag silently with 3: compare --fail-if-slower's code."""
+    result = pipediag("diagnose", _fixture("exiting_builder"), "--max-seconds", "1", timeout=300)
+    assert result.returncode == 1, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "error: your dataset builder exited: sys.exit(3) at pipelines.py:" in said
+    assert "HINT: pipediag calls your functions inside its own process" in said
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_a_step_that_calls_sys_exit_in_compare_is_said_and_exits_1():
+    result = pipediag("compare", _fixture("fast_map"), _fixture("fast_map"), "--step", _fixture("exiting_step"),
+                      "--max-seconds", "5", "--quiet", timeout=300)
+    assert result.returncode == 1, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "error: your step" in said and "exited: sys.exit(3) at pipelines.py:" in said
+
+
+@pytest.mark.slow
+def test_a_thread_the_builder_leaves_running_does_not_keep_pipediag_from_ending(tmp_path):
+    """Without os._exit the interpreter joins the non-daemon thread forever (killed by `timeout`
+    at 120 s in the report of issue 27); the subprocess's own timeout is the failure here."""
+    out = tmp_path / "run.json"
+    result = pipediag("diagnose", _fixture("thread_left_running"), "--max-seconds", "1", "--json", str(out),
+                      "--quiet", timeout=400)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.read_text())["status"] == "complete"  # written before the exit
+    said = " ".join(result.stderr.split())  # the builder may be called more than once: a thread each time
+    assert re.search(r"note: your code left \d+ thread\(s\) running \(prefetcher: "
+                     r"thread_left_running\.<locals>\.prefetch_forever", said), said
+
+
+@pytest.mark.slow
+def test_compare_keeps_its_rounds_when_the_users_code_raises_mid_rounds(tmp_path):
+    out = tmp_path / "cmp.json"
+    result = pipediag("compare", _fixture("fast_map"), _fixture("fails_on_pass"), "--step", _fixture("light_step"),
+                      "--max-seconds", "60", "--json", str(out), timeout=400)
+    assert result.returncode == 1, result.stderr
+    assert "[FAILED:" in result.stdout  # the partial report, then the user's error
+    said = " ".join(result.stderr.split())
+    assert "your pipeline (in B's turn) raised" in said and "lost the connection to the data server" in said
+    assert "in read" in result.stderr  # the user's frame
+    data = json.loads(out.read_text())
+    assert data["status"] == "failed" and data["comparison"]["stop_reason"] == "failed"
+    assert len(data["rounds"]) >= 1  # the rounds before the failing turn are kept
+    assert data["notes"][0].startswith("B's turn failed: your pipeline (in B's turn) raised")

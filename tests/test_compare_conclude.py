@@ -40,3 +40,26 @@ def test_a_saved_baseline_from_another_machine_is_said_and_its_own_numbers_are_u
     assert c.sides["A"]["fed"].rate == saved.modes["pipeline"].batches_per_sec
     assert c.sides["B"]["fed"].usage.gpu_util_pct is None  # no samples: unknown, never 0
     assert c.to_dict()["baseline_environment"]["cpu_logical"] == 8
+
+
+def test_a_comparison_whose_users_code_failed_mid_rounds_keeps_its_rounds_and_the_error():
+    from pipediag.results.compare import Comparison
+
+    clock = FakeClock()
+    calls = {"n": 0}
+
+    def step(batch):
+        calls["n"] += 1
+        clock.advance(2)
+        if calls["n"] == 3000:
+            raise RuntimeError("device error on a real batch")
+
+    plan = ComparePlan(kinds=("fed",))
+    rounds = run_rounds(Side("A", feed(clock, 1)), Side("B", feed(clock, 3)), step, plan,
+                        clear=lambda iv: False, clock_ns=clock)
+    c = conclude(side_info("data.py:a", STAGES_B), side_info("data.py:b", STAGES_B), StepInfo("user", "your step"), rounds,
+                 None, environment(), plan, 0.05, None, SampleLog(0.1, ()), [], clock.ns / 1e9, None, "tf")
+    assert c.status == "failed" and c.stop_reason == "failed" and c.error is rounds.error
+    assert len(c.rounds) >= 2 and c.interval is not None  # the rounds before the failure still give a verdict
+    again = Comparison.from_dict(c.to_dict())
+    assert again.status == "failed" and again.error is None and len(again.rounds) == len(c.rounds)

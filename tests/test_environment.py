@@ -166,6 +166,9 @@ def test_env_json_lists_every_item(tmp_path):
                 "tf_force_gpu_allow_growth", "nvml_driver", "nvml_cuda_driver_version", "gpus", "gpu_capabilities",
                 "jax_version", "jax_devices", "torch_version", "torch_devices", "container", "reasons", "warnings"):
         assert key in d, key
+    piped = subprocess.run([sys.executable, "-m", "pipediag", "env", "--json", "-"], capture_output=True, text=True,
+                           env=env, cwd=ROOT, timeout=600)  # `pipediag env --json - | jq`
+    assert piped.returncode == 0 and json.loads(piped.stdout)["tensorflow_version"] == d["tensorflow_version"]
     assert d["tensorflow_cuda_version"] is None and d["reasons"]["tensorflow_cuda_version"] == "a CPU-only build of TensorFlow"
     assert d["tensorflow_xla_jit"] in ("off", "autoclustering", "on")
     assert d["nvml_driver"] is None and d["reasons"]["nvml_driver"]

@@ -20,7 +20,7 @@ from pipediag.api.options import check_step_options, sample_hz
 from pipediag.errors import UsageError
 from pipediag.modes.compare import FED, INPUT_ONLY, ComparePlan, Rounds, Side, run_rounds
 from pipediag.modes.watchdog import Watchdog
-from pipediag.records.kinds import COMPLETE, INTERRUPTED, OUT_OF_MEMORY, STALLED
+from pipediag.records.kinds import COMPLETE, FAILED, INTERRUPTED, OUT_OF_MEMORY, STALLED
 from pipediag.records.options import RunOptions, run_options
 from pipediag.records.readings import SampleLog
 from pipediag.results.compare import Comparison, SideInfo, SideNumbers
@@ -78,7 +78,9 @@ def compare(
     B's throughput over A's. `fail_if_slower=0.05` marks a regression when
     B is slower than A by more than 5% with confidence (`Comparison.regression`).
     `stall_timeout_s`: as in `diagnose`; a turn that stalls ends the comparison with status
-    "stalled" and the rounds before it (a first batch that never comes raises `Stalled`).
+    "stalled" and the rounds before it (a first batch that never comes raises `Stalled`). The
+    user's code raising in a round ends it with status "failed", the rounds before it, and the
+    error in `Comparison.error`; raising before the first round raises it (nothing to compare).
     """
     opts = run_options(options, "compare", unsupported=("builder_kwargs", "label", "gpus"), **run_options_given)
     model, step, batch_size, batched, batch_format = opts.model, opts.step, opts.batch_size, opts.batched, opts.batch_format
@@ -252,6 +254,9 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
     )
     if rounds.stop_reason == STALLED and watchdog.last_stall is not None:
         notes.append(f"{rounds.failed_side}'s turn stalled: {watchdog.last_stall}; the rounds before it are kept")
+    if rounds.error is not None:
+        notes.insert(0, f"{rounds.failed_side}'s turn failed: {rounds.error.message}; the {len(rounds.rounds)} "
+                        "round(s) before it are kept")
     for name, feed in feeds.items():
         if feed.restarts:
             notes.append(f"{name}'s dataset ended and was restarted {feed.restarts} time(s), like an epoch loop; "
@@ -313,6 +318,8 @@ def _why_no_interval(rounds: Rounds, plan: ComparePlan) -> str:
         return f"interrupted after {n} round(s); an interval needs 2"
     if rounds.stop_reason == STALLED:
         return f"{rounds.failed_side}'s turn stalled after {n} round(s)"
+    if rounds.stop_reason == FAILED:
+        return f"{rounds.failed_side}'s code failed after {n} round(s)"
     if rounds.stop_reason == "time_cap":
         return (f"the time cap ({plan.max_seconds:g} s) allowed only {n} round(s); an interval needs 2: "
                 "raise --max-seconds")
@@ -352,7 +359,7 @@ def conclude(side_a: SideInfo, side_b: SideInfo, step_info, rounds: Rounds, save
                      "to narrow it")
     unit = "examples" if side_a.rate_scale != 1.0 or side_b.rate_scale != 1.0 else "batches"
     return Comparison(
-        status=rounds.stop_reason if rounds.stop_reason in (INTERRUPTED, STALLED) else COMPLETE,
+        status=rounds.stop_reason if rounds.stop_reason in (INTERRUPTED, STALLED, FAILED) else COMPLETE,
         a=side_a, b=side_b, step=step_info,
         environment=environment.for_step(step_info.framework if step_info else None),
         baseline_environment=None if saved is None else saved.environment,
@@ -365,5 +372,5 @@ def conclude(side_a: SideInfo, side_b: SideInfo, step_info, rounds: Rounds, save
             "max_rounds": plan.looks.max_rounds, "equivalence": equivalence, "fail_if_slower": fail_if_slower,
             "kinds": list(kinds), "sample_interval_s": log.interval_s,
         },
-        notes=tuple(notes), elapsed_s=elapsed_s,
+        notes=tuple(notes), elapsed_s=elapsed_s, error=rounds.error,
     )

@@ -156,6 +156,6 @@ def take_first_batch(dataset, clock_ns=time.monotonic_ns) -> FirstBatch:
         ) from None
     except KeyboardInterrupt:
         raise
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # sys.exit in their code too: errors.UserCodeError
         raise UserCodeError("pipeline", error, "the error happened while producing the first batch") from error
     return FirstBatch(batch=batch, elapsed_ns=clock_ns() - start)

@@ -62,7 +62,7 @@ def _import_file(path: str) -> Any:
     sys.modules[name] = module
     try:
         module_spec.loader.exec_module(module)
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # sys.exit in their code too: errors.UserCodeError
         del sys.modules[name]
         raise UserCodeError(f"file {path}", error, "fix the error above; pipediag imports the file as Python does") from error
     return module
@@ -80,7 +80,7 @@ def _import_module(name: str) -> Any:
                 "install the package, run from its folder, or give a file path instead",
             ) from error
         raise UserCodeError(f"module {name}", error) from error
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # sys.exit in their code too: errors.UserCodeError
         raise UserCodeError(f"module {name}", error) from error
 
 
@@ -193,5 +193,5 @@ def call_user(fn: Callable[..., Any], kwargs: dict[str, Any], what: str) -> Any:
         return fn(**kwargs)
     except KeyboardInterrupt:
         raise
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # sys.exit in their code too: errors.UserCodeError
         raise UserCodeError(what, error) from error

@@ -4,8 +4,10 @@ exit codes."""
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
@@ -104,28 +106,51 @@ def add_output_arguments(p: argparse.ArgumentParser, json: bool = True, save_ali
                          samples_csv: bool = True) -> None:
     """The files a result can be written to; shared by diagnose, compare, sweep, scale and report.
     `save_alias`: also accept --save for --json (to keep a baseline for 'pipediag compare --baseline
-    FILE'). `samples_csv`: offer --samples-csv (a diagnosis's samples, per mode)."""
+    FILE'). `samples_csv`: offer --samples-csv (a diagnosis's samples, per mode). Each takes `-` for
+    standard output (the report then goes to standard error)."""
     if json:
         names = ("--json", "--save") if save_alias else ("--json",)
         p.add_argument(*names, dest="json", metavar="FILE",
-                       help="write the diagnosis as JSON (schema_version 1)"
+                       help="write the diagnosis as JSON (schema_version 1); - for standard output"
                        + ("; --save is the same, e.g. to keep a baseline for 'pipediag compare --baseline FILE'"
                           if save_alias else ""))
-    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
+    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts (- for standard output)")
     if samples_csv:
-        p.add_argument("--samples-csv", metavar="FILE", help="write every CPU/GPU sample with its time and mode as CSV")
+        p.add_argument("--samples-csv", metavar="FILE",
+                       help="write every CPU/GPU sample with its time and mode as CSV (- for standard output)")
+
+
+# `-` for a file option: standard output. The report then goes to standard error, so that
+# `pipediag diagnose ... --json - | jq .verdict` reads the JSON alone.
+STDOUT = "-"
+FILE_OPTIONS = ("json", "html", "samples_csv", "diff")
+
+
+def flag(option: str) -> str:
+    return "--" + option.replace("_", "-")
+
+
+def stdout_options(args: argparse.Namespace) -> list[str]:
+    """The file options given as `-` (standard output); a UsageError when more than one is: their
+    contents would run together."""
+    given = [o for o in FILE_OPTIONS if getattr(args, o, None) == STDOUT]
+    if len(given) > 1:
+        names = " and ".join(f"{flag(o)} -" for o in given)
+        raise UsageError(f"{names}: only one output can go to standard output",
+                         f"write the others to files, e.g. {flag(given[1])} out.{given[1].split('_')[-1]}")
+    return given
 
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Refuse unusable output paths before a long run, not after it."""
+    stdout_options(args)
     for option in ("json", "html", "samples_csv"):
         path = getattr(args, option, None)
-        if path and os.path.isdir(path):
-            flag = "--" + option.replace("_", "-")
+        if path and path != STDOUT and os.path.isdir(path):
             example = os.path.join(path, "samples.csv" if option == "samples_csv" else f"run.{option}")
-            raise UsageError(f"{flag} {path} is a folder", f"give a file name, e.g. {flag} {example}")
-        if path:
-            _check_writable(path, "--" + option.replace("_", "-"))
+            raise UsageError(f"{flag(option)} {path} is a folder", f"give a file name, e.g. {flag(option)} {example}")
+        if path and path != STDOUT:
+            check_writable(path, flag(option))
     if getattr(args, "html", None):
         try:
             import matplotlib  # noqa: F401
@@ -134,10 +159,22 @@ def check_outputs(args: argparse.Namespace) -> None:
                              "pip install matplotlib (pipediag lists it as a dependency)") from None
 
 
-def _check_writable(path: str, flag: str) -> None:
-    """The file's folder, or the nearest part of it that exists (pipediag creates the rest), must
-    be a folder this process may write in."""
-    folder = os.path.dirname(os.path.abspath(path))
+def check_writable(path: str, flag: str) -> None:
+    """A device, FIFO or descriptor name (`/dev/stdout`) must be writable itself; a regular file
+    (a symbolic link: its target) must be writable if it exists, and its folder, or the nearest
+    part of it that exists (pipediag creates the rest), must be a folder this process may write in."""
+    from pipediag.records.files import resolve
+
+    try:
+        target, in_place = resolve(path)
+    except OSError as error:
+        raise UsageError(f"{flag} {path}: {error.strerror}", "give a path whose symbolic links lead to a file") from None
+    if in_place or os.path.isfile(target):
+        if not os.access(target, os.W_OK):
+            raise UsageError(f"{flag} {path}: {target} is not writable", "choose a file you can write")
+        if in_place:
+            return
+    folder = os.path.dirname(target)
     while not os.path.exists(folder):
         folder = os.path.dirname(folder)
     if not os.path.isdir(folder):
@@ -146,8 +183,34 @@ def _check_writable(path: str, flag: str) -> None:
         raise UsageError(f"{flag} {path}: the folder {folder} is not writable", "choose a folder you can write in")
 
 
+def write_file(text: str, path: str) -> None:
+    """`text` to the file `path` (see records.files.write_text), or to standard output for `-`."""
+    from pipediag.records.files import write_text
+
+    if path != STDOUT:
+        write_text(text, path)
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as error:
+        if error.errno == errno.EPIPE:  # the reader went away (`| head`): no second error at exit
+            _stdout_to_devnull()
+        raise OutputError("standard output", error) from error
+
+
+def _stdout_to_devnull() -> None:
+    """What Python's docs advise after EPIPE on stdout: what is still buffered goes nowhere,
+    instead of a second BrokenPipeError when the interpreter flushes it at exit."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def write_outputs(result, args: argparse.Namespace) -> list[str]:
-    """Write every file asked for (JSON, HTML, samples CSV), each atomically; return their paths.
+    """Write every file asked for (JSON, HTML, samples CSV), each whole or not at all (or in place:
+    a device, a FIFO, `-` for standard output; see `write_file`); return their paths.
     `result`: a diagnosis, comparison, sweep or scale result (the HTML page fits its kind; the
     samples CSV is a diagnosis's). Called for interrupted and stalled runs too: a partial report
     is still a report. A file that cannot be written does not stop the others: they are written,
@@ -159,8 +222,6 @@ def write_outputs(result, args: argparse.Namespace) -> list[str]:
 
 
 def _write_each(result, args: argparse.Namespace) -> tuple[list[str], list[OutputError]]:
-    from pipediag.records.files import write_json, write_text
-
     def page() -> str:
         from pipediag.report.html.pages import render_page
 
@@ -171,17 +232,20 @@ def _write_each(result, args: argparse.Namespace) -> tuple[list[str], list[Outpu
 
         return format_samples_csv(result)
 
-    jobs = (("json", lambda path: write_json(result.to_dict(), path)),
-            ("html", lambda path: write_text(page(), path)),
-            ("samples_csv", lambda path: write_text(samples(), path)))
+    def strict_json() -> str:
+        from pipediag.records.files import json_text
+
+        return json_text(result.to_dict())
+
+    jobs = (("json", strict_json), ("html", page), ("samples_csv", samples))
     written: list[str] = []
     failed: list[OutputError] = []
-    for option, write in jobs:
+    for option, text in jobs:
         path = getattr(args, option, None)
         if not path:
             continue
         try:
-            write(path)
+            write_file(text(), path)
             written.append(path)
         except OutputError as error:
             failed.append(error)
@@ -196,6 +260,8 @@ def print_and_write(result, report, args: argparse.Namespace, out, err, *, name_
     out.print(report)
     if name_files:
         for path in written:
+            if path == STDOUT:
+                continue
             err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
     if failed:
         for error in failed[1:]:

@@ -76,7 +76,7 @@ def register(sub) -> None:
                    help="stop early once B is shown to be within ±P of A (default: 5%%)")
     c.add_argument("--fail-if-slower", type=percent, metavar="P",
                    help="exit with code 3 when B is slower than A by more than P (e.g. 5%%), with 95%% confidence")
-    c.add_argument("--json", "--save", dest="json", metavar="FILE", help="write the comparison as JSON")
+    c.add_argument("--json", "--save", dest="json", metavar="FILE", help="write the comparison as JSON; - for standard output")
     add_output_arguments(c, json=False, samples_csv=False)
 
 
@@ -177,6 +177,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     comparison = with_progress(args, err, lambda p: compare(a, b, options=replace(options, progress=p), **asked),
                                RoundsProgress)
     print_and_write(comparison, render_comparison(comparison), args, out, err)
+    if comparison.error is not None:  # the user's code raised mid-rounds: its traceback after the partial report
+        raise comparison.error
     if comparison.status != COMPLETE:
         return exit_code_for(comparison.status)
     return EXIT_SLOWER if comparison.regression else EXIT_OK

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from pipediag.commands.common import EXIT_OK, options_from_args
+from pipediag.commands.common import EXIT_OK, STDOUT, check_writable, options_from_args, write_file
 from pipediag.commands.diagnose import add_target_arguments
 from pipediag.errors import PipediagError, UsageError
 
@@ -30,7 +30,8 @@ def register(sub) -> None:
     f.add_argument("run", metavar="RUN.json", help="a diagnosis saved with 'pipediag diagnose --save FILE'")
     f.add_argument("--target", metavar="SPEC", help="the builder to patch (default: the diagnosis' own target)")
     f.add_argument("--apply", action="store_true", help="write the patched source over the builder's file")
-    f.add_argument("--diff", metavar="FILE", help="also write the diff to FILE (for 'git apply')")
+    f.add_argument("--diff", metavar="FILE", help="also write the diff to FILE (for 'git apply'); - for standard "
+                   "output, everything else then going to standard error")
     f.add_argument("--snapshot-dir", metavar="DIR",
                    help="turn a snapshot() fix into an edit, writing its snapshot under DIR")
     f.add_argument("--all-applied", action="store_true",
@@ -98,6 +99,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.results.diagnose import read_json
     from pipediag.tuner.selection import require_same_graph, select_gains
 
+    if args.diff and args.diff != STDOUT:
+        check_writable(args.diff, "--diff")
     diagnosis = read_json(args.run)
     selection = select_gains(diagnosis, gains_only=not args.all_applied)
     path, function = source_of(args.target or diagnosis.target)
@@ -120,7 +123,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     if not changes:
         say(f"nothing to patch: the diagnosis measured no change as a gain ({len(selection.left_out)} left out)")
-    if patch.changed:
+    if patch.changed and args.diff != STDOUT:  # with --diff - the diff is standard output's alone
         say(patch.diff().rstrip("\n"))
     for edit in patch.refused:
         say(f"\nnot edited: {edit.description}\n  why: {edit.reason}")
@@ -130,7 +133,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         if change.reason and change.reason.startswith("measured no gain"):
             say(f"left out: {change.description} ({change.reason})")
     if args.diff and patch.changed:
-        write_text(patch.diff(), args.diff)
+        write_file(patch.diff(), args.diff)
     if not patch.changed:
         return EXIT_OK
 

@@ -7,7 +7,7 @@ import argparse
 
 from rich.console import Console
 
-from pipediag.commands.common import EXIT_OK, add_output_arguments, check_outputs, write_outputs
+from pipediag.commands.common import EXIT_OK, add_output_arguments, check_outputs, print_and_write, write_outputs
 from pipediag.errors import UsageError
 
 
@@ -49,9 +49,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.samples_csv and not isinstance(result, Diagnosis):
         raise UsageError(f"--samples-csv writes a diagnosis's samples by mode; {args.file} holds a {data.get('kind')}",
                          "use --samples-csv on a file written by 'pipediag diagnose --json' (--html works for every kind)")
-    written = write_outputs(result, args)
-    if not args.quiet:
-        out.print(render(result))
-        for path in written:
-            err.print(f"wrote {path}", style="dim", markup=False, highlight=False)
+    if args.quiet:
+        write_outputs(result, args)
+    else:  # a file that cannot be written is raised after the report, as after a run
+        print_and_write(result, render(result), args, out, err)
     return EXIT_OK

@@ -23,7 +23,7 @@ from pipediag.analysis.compare import LookPlan, RatioInterval, Sequential, paire
 from pipediag.errors import UserCodeError
 from pipediag.modes.runner import run_mode
 from pipediag.records.compare import Round, Segment
-from pipediag.records.kinds import INPUT_EXHAUSTED, INTERRUPTED, OUT_OF_MEMORY, STALLED, RoundsStop
+from pipediag.records.kinds import FAILED, INPUT_EXHAUSTED, INTERRUPTED, OUT_OF_MEMORY, STALLED, RoundsStop
 from pipediag.records.run import ModeRun, StopRule
 
 FED, INPUT_ONLY = "fed", "input_only"
@@ -79,7 +79,10 @@ class Rounds:
     segment_seconds: float
     baseline_chunks: dict[str, tuple[float, ...]]  # kind -> the saved run's chunk rates
     notes: tuple[str, ...] = ()
-    failed_side: str | None = None  # out_of_memory, input_exhausted, stalled: whose turn it was
+    failed_side: str | None = None  # out_of_memory, input_exhausted, stalled, failed: whose turn it was
+    # stop_reason "failed": the user's code raised (or exited) in `failed_side`'s turn; the
+    # rounds before it are kept, and the caller shows the error after them.
+    error: UserCodeError | None = field(default=None, compare=False, repr=False)
 
 
 class RoundProgress(Protocol):
@@ -145,9 +148,13 @@ def run_rounds(
     sequential = Sequential(plan.looks, clear, baseline=chunks.get(primary))
     rates: dict[str, dict[str, list[float]]] = {k: {n: [] for n in sides} for k in kinds}
     rounds: list[Round] = []
+    error = None
     if stop_reason is None:
-        stop_reason, failed = _rounds_until_clear(turns, plan, segment_s, sequential, rounds, rates, start,
-                                                  against_saved=a is None)
+        try:
+            stop_reason, failed = _rounds_until_clear(turns, plan, segment_s, sequential, rounds, rates, start,
+                                                      against_saved=a is None)
+        except _TurnFailed as failure:  # the probes passed: the rounds before this turn are kept
+            stop_reason, failed, error = FAILED, failure.side, failure.error
     intervals = _intervals(plan, sequential, rates, chunks, against_saved=baseline is not None)
     if excess > 0.1:
         notes.append(f"starting a fresh iterator cost up to {excess:.2f} s beyond its first batches (shuffle buffers, "
@@ -156,7 +163,8 @@ def run_rounds(
     return Rounds(
         segments=tuple(turns.segments), rounds=tuple(rounds), stop_reason=stop_reason, intervals=intervals,
         primary=primary, looks_taken=sequential.looks_taken, segment_seconds=segment_s, baseline_chunks=chunks,
-        notes=tuple(notes), failed_side=failed if stop_reason in (OUT_OF_MEMORY, INPUT_EXHAUSTED, STALLED) else None,
+        notes=tuple(notes),
+        failed_side=failed if stop_reason in (OUT_OF_MEMORY, INPUT_EXHAUSTED, STALLED, FAILED) else None, error=error,
     )
 
 
@@ -171,6 +179,14 @@ def _check_inputs(a: Side | None, step: Callable[[Any], Any] | None, plan: Compa
         missing = [k for k in plan.kinds if baseline.get(k) is None or baseline[k].steps < 4]
         if missing:
             raise ValueError(f"the saved run has no usable {', '.join(missing)} timings")
+
+
+class _TurnFailed(Exception):
+    """The user's code raised in a turn of the rounds (not a probe's): whose turn, and the error."""
+
+    def __init__(self, side: str, error: UserCodeError):
+        super().__init__(error.message)
+        self.side, self.error = side, error
 
 
 class _Turns:
@@ -267,7 +283,10 @@ def _rounds_until_clear(turns: _Turns, plan: ComparePlan, segment_s: float, sequ
                 rule = StopRule(max_seconds=segment_s, min_seconds=segment_s, min_steps=1,
                                 max_steps=plan.max_segment_steps, warmup_steps=plan.segment_warmup_steps,
                                 warmup_max_seconds=plan.max_seconds)
-                segment = turns.run(name, kind, index, rule)
+                try:
+                    segment = turns.run(name, kind, index, rule)
+                except UserCodeError as error:  # a round cut short is left out, as below
+                    raise _TurnFailed(name, error) from error
                 stop_reason = _ended(segment)
                 if stop_reason:
                     return stop_reason, name  # a round cut short is left out of the statistics

@@ -68,7 +68,7 @@ class Clocked:
             return self.next_batch()
         except (StopIteration, KeyboardInterrupt):
             raise
-        except Exception as error:
+        except (Exception, SystemExit) as error:  # sys.exit in their code too: errors.UserCodeError
             raise UserCodeError("pipeline", error, "the error happened while producing a batch") from error
 
     @staticmethod
@@ -78,7 +78,7 @@ class Clocked:
             return fn()
         except KeyboardInterrupt:
             raise
-        except Exception as error:
+        except (Exception, SystemExit) as error:  # sys.exit in their code too: errors.UserCodeError
             if is_out_of_memory(error):
                 raise OutOfMemory(error) from error
             raise UserCodeError("step", error, "the step failed on a batch from the pipeline") from error

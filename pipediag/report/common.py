@@ -14,6 +14,18 @@ def num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
     return missing if value is None else fmt.format(value)
 
 
+WITHHELD = "faster, not taken as a gain"
+
+
+def effect_text(d, change_key: str, effect: str) -> str:
+    """A tuned-mode change's ablation effect as the reports say it: a "gain" that the fixes did not
+    take (a speedup withheld as drift, or beside a verdict no input change can help: the change
+    is in `d.tried`, the notes say why) is not called a gain."""
+    if effect == "gain" and any(c.key == change_key for c in d.tried):
+        return WITHHELD
+    return effect
+
+
 def peak_gib(peak) -> str:
     """A peak device memory in GiB; ≤ when it is the process's peak so far (an upper bound), — unknown."""
     if peak is None:

@@ -81,7 +81,7 @@ class SideNumbers:
 
 @dataclass(frozen=True)
 class Comparison:
-    status: Status  # complete | interrupted | stalled
+    status: Status  # complete | interrupted | stalled | failed (the user's code raised in a round)
     a: SideInfo
     b: SideInfo
     step: StepInfo | None
@@ -104,6 +104,10 @@ class Comparison:
     notes: tuple[str, ...] = ()
     elapsed_s: float = 0.0
     created_at: str = field(default_factory=created_now)
+    # status "failed": the user's error, for the command line to show with its traceback after
+    # the partial report. Not in the JSON (notes[0] says whose turn failed and how); None after
+    # a round trip.
+    error: Exception | None = field(default=None, compare=False, repr=False)
 
     @property
     def verdict(self) -> ComparisonVerdict:

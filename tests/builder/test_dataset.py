@@ -21,6 +21,21 @@ def test_a_pipeline_that_raises_on_its_first_batch_is_the_users_error():
     assert "first batch" in info.value.hint
 
 
+def test_a_generator_that_calls_sys_exit_is_the_users_error_not_pipediags_exit():
+    """TensorFlow turns a SystemExit inside the pipeline (a generator, a py_function) into an
+    error naming it; pipediag reports that as the user's (exit 1), never exits with their code."""
+    import sys
+
+    def gen():
+        yield 1
+        sys.exit(3)
+
+    ds = tf.data.Dataset.from_generator(gen, output_signature=tf.TensorSpec([], tf.int32)).batch(2)
+    with pytest.raises(UserCodeError) as info:
+        take_first_batch(ds)
+    assert info.value.where == "pipeline" and "SystemExit: 3" in str(info.value.error)
+
+
 def test_an_empty_pipeline_is_a_usage_error():
     with pytest.raises(UsageError, match="empty"):
         take_first_batch(tf.data.Dataset.range(0).batch(2))

@@ -41,6 +41,23 @@ def test_errors_while_importing_the_users_file_are_user_code_errors(tmp_path):
     assert "broken.py" in tb and "pipediag" + os.sep + "builder" not in tb
 
 
+def test_a_sys_exit_on_import_or_in_a_model_builder_is_the_users_exit_said_with_its_code(tmp_path):
+    """A script's own argparse at module level reads pipediag's command line and exits 2; a
+    model builder may call sys.exit too. Each is the user's code exiting: said, never obeyed."""
+    (tmp_path / "script.py").write_text("import argparse\nargparse.ArgumentParser().parse_args(['--nope'])\n")
+    with pytest.raises(UserCodeError) as info:
+        load_callable(f"{tmp_path}/script.py:make")
+    assert info.value.exited and info.value.message.startswith(f"your file {tmp_path}/script.py exited: sys.exit(2) at")
+    assert info.value.message.endswith("script.py:2")  # the user's line, not argparse's
+    assert "if __name__ == \"__main__\":" in info.value.hint
+
+    def make_model():
+        raise SystemExit("no GPU, giving up")
+
+    with pytest.raises(UserCodeError, match=r"your model builder exited: sys.exit\('no GPU, giving up'\)"):
+        call_user(make_model, {}, "model builder")
+
+
 def test_missing_module_is_a_usage_error():
     with pytest.raises(UsageError, match="no module named 'no_such_pkg_xyz'"):
         load_callable("no_such_pkg_xyz.data:make")

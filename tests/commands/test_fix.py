@@ -41,6 +41,10 @@ def test_fix_prints_the_diff_checks_the_stages_and_writes_nothing_without_apply(
     assert "ok  parallel_map map(noisy)" in result.stdout
     assert builder.read_text() == before
     assert diff.read_text().splitlines()[0].startswith("--- a/") and "+++ b/" in diff.read_text()
+    piped = pipediag("fix", str(run), "--no-measure", "--diff", "-")  # `... --diff - | git apply`
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == diff.read_text()  # the diff alone; the checks go to standard error
+    assert "ok  parallel_map map(noisy)" in piped.stderr
 
 
 def test_fix_apply_writes_the_patched_builder_and_keeps_its_comments(tmp_path):

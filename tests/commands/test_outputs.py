@@ -80,3 +80,35 @@ def test_a_stalled_diagnosis_round_trips_with_its_stall(tmp_path):
     assert again.status == "stalled" and again.stall == stall
     assert common.exit_code_for("stalled") == common.EXIT_STALLED == 4
     assert common.exit_code_for("interrupted") == 130 and common.exit_code_for("complete") == 0
+
+
+def test_dash_is_standard_output_and_only_one_output_may_take_it(tmp_path, capsys):
+    common.check_outputs(_args(tmp_path, json="-"))
+    with pytest.raises(UsageError, match="--json - and --samples-csv -: only one output can go to standard output"):
+        common.check_outputs(_args(tmp_path, json="-", samples_csv="-"))
+    written = common.write_outputs(diagnosis(), _args(tmp_path, json="-", html=str(tmp_path / "run.html")))
+    assert written == ["-", str(tmp_path / "run.html")]
+    assert json.loads(capsys.readouterr().out)["status"] == "complete"  # the JSON alone
+    assert not (tmp_path / "-").exists()
+
+
+def test_devices_pass_the_check_before_the_run_and_stay_devices(tmp_path):
+    import stat
+
+    common.check_outputs(_args(tmp_path, json="/dev/null", samples_csv="/dev/stdout"))
+    with pytest.raises(OutputError, match="could not write /dev/full: No space left on device"):
+        common.write_outputs(diagnosis(), _args(tmp_path, json="/dev/null", html="/dev/full"))
+    assert stat.S_ISCHR(os.lstat("/dev/full").st_mode) and stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+
+
+def test_a_closed_standard_output_is_one_could_not_write_error(tmp_path, monkeypatch):
+    class Closed:
+        def write(self, text):
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+        def fileno(self):
+            raise OSError("no descriptor")
+
+    monkeypatch.setattr("sys.stdout", Closed())
+    with pytest.raises(OutputError, match="could not write standard output: Broken pipe"):
+        common.write_file("{}\n", "-")

@@ -2,6 +2,9 @@
 scale, run as users run them (a subprocess). The results are built in Python (no TensorFlow run)
 and saved with their own `to_dict()`, as `--json` writes them."""
 
+import os
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -11,7 +14,7 @@ from tests.comparisons import comparison
 from tests.report.test_scale import result as scale_result
 from tests.report.test_sweep import a_sweep
 from tests.summaries import diagnosis
-from tests.test_cli import pipediag
+from tests.test_cli import ROOT, pipediag
 
 EVIL = "<script>alert(1)</script>"
 
@@ -68,3 +71,75 @@ def test_compare_sweep_and_scale_take_html_and_refuse_a_folder_before_running(co
     result = pipediag(*command, "--html", str(tmp_path))
     # a.py does not exist: the folder is refused first, before any builder is loaded or run.
     assert result.returncode == 2 and "is a folder" in result.stderr and "HINT:" in result.stderr
+
+
+def _saved_diagnosis(tmp_path):
+    saved = tmp_path / "run.json"
+    write_json(diagnosis().to_dict(), str(saved))
+    return saved
+
+
+def test_dash_sends_one_file_to_standard_output_and_the_report_to_standard_error(tmp_path):
+    result = pipediag("report", str(_saved_diagnosis(tmp_path)), "--samples-csv", "-")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("time_s,time_ns,mode,phase,")  # `| some_tool` reads the CSV alone
+    assert "Modes" in result.stderr and "Modes" not in result.stdout
+    assert "wrote" not in result.stderr
+    page = pipediag("report", str(_saved_diagnosis(tmp_path)), "--html", "-", "--quiet")
+    assert page.returncode == 0 and page.stdout.startswith("<!DOCTYPE html>") and page.stderr == ""
+    both = pipediag("report", str(_saved_diagnosis(tmp_path)), "--html", "-", "--samples-csv", "-")
+    assert both.returncode == 2 and "only one output can go to standard output" in both.stderr
+
+
+def test_dev_full_is_one_error_after_the_report_and_stays_a_device(tmp_path):
+    import stat
+
+    result = pipediag("report", str(_saved_diagnosis(tmp_path)), "--html", "/dev/full",
+                      "--samples-csv", str(tmp_path / "s.csv"))
+    assert result.returncode == 2
+    assert "could not write /dev/full: No space left on device" in " ".join(result.stderr.split())
+    assert "Modes" in result.stdout and (tmp_path / "s.csv").exists()  # the report and the other file
+    assert stat.S_ISCHR(os.lstat("/dev/full").st_mode)
+
+
+def test_dev_stdout_into_a_file_keeps_the_report_beside_the_file(tmp_path):
+    """`--samples-csv /dev/stdout > out.txt`: the CSV is written through descriptor 1, so the
+    report that follows it lands in out.txt too, and out.txt is the shell's file, not a new one."""
+    out = tmp_path / "out.txt"
+    with open(out, "w") as f:
+        result = subprocess.run([sys.executable, "-m", "pipediag", "report", str(_saved_diagnosis(tmp_path)),
+                                 "--samples-csv", "/dev/stdout"], stdout=f, stderr=subprocess.PIPE, text=True,
+                                cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT, COLUMNS="100"), timeout=180)
+        inode = os.fstat(f.fileno()).st_ino
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert text.startswith("time_s,time_ns,mode,phase,") and "Modes" in text
+    assert os.stat(out).st_ino == inode
+
+
+def test_an_unprivileged_user_gets_the_device_error_and_the_folder_check(tmp_path):
+    """As nobody: /dev/full is written to (and full), /dev/null passes, a folder it may not write
+    in is refused before anything is read."""
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run a child as an unprivileged user")
+    folder = tempfile.mkdtemp(prefix="pipediag-as-user-")
+    try:
+        os.chmod(folder, 0o755)
+        saved = os.path.join(folder, "run.json")
+        write_json(diagnosis().to_dict(), saved)
+        os.chmod(saved, 0o644)
+
+        def as_nobody(*args):
+            return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+                                   "-m", "pipediag", "report", saved, *args], capture_output=True, text=True, cwd="/",
+                                  env=dict(os.environ, PYTHONPATH=ROOT, COLUMNS="200", HOME="/tmp"), timeout=180)
+
+        full = as_nobody("--html", "/dev/full", "--samples-csv", "/dev/null")
+        assert full.returncode == 2 and "could not write /dev/full: No space left on device" in full.stderr
+        locked = as_nobody("--html", os.path.join(folder, "run.html"))
+        assert locked.returncode == 2 and f"the folder {folder} is not writable" in locked.stderr
+    finally:
+        shutil.rmtree(folder)

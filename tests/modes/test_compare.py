@@ -1,6 +1,7 @@
 """Interleaved rounds with a fake clock: no TensorFlow, no sleeping."""
 
 import random
+import sys
 
 import pytest
 
@@ -273,3 +274,42 @@ def test_a_dispatched_step_overlaps_the_fetch_in_fed_turns():
     fed = result.intervals["fed"]
     assert abs(fed.ratio - 1.0) < 0.02
     assert all(s.run.overlapped for s in result.segments)
+
+
+def test_the_users_code_raising_mid_rounds_keeps_the_rounds_before_it():
+    """The probes passed, then B's pipeline raised (or exited) in a later turn: the complete
+    rounds are kept with their interval, the cut round is left out, and the error is handed back
+    with whose turn it was."""
+    from pipediag.errors import UserCodeError
+
+    clock = FakeClock()
+    b_calls = {"n": 0}
+
+    def flaky():
+        b_calls["n"] += 1
+        clock.advance(2)
+        if b_calls["n"] == 3000:
+            sys.exit(4)  # the user's code exiting is their error too
+        return "batch"
+
+    result = run_rounds(Side("A", feed(clock, 1)), Side("B", flaky), stepper(clock, 1), ComparePlan(kinds=("fed",)),
+                        clear=lambda iv: False, clock_ns=clock)
+    assert result.stop_reason == "failed" and result.failed_side == "B"
+    assert isinstance(result.error, UserCodeError)
+    assert result.error.message.startswith("your pipeline (in B's turn) exited: sys.exit(4) at test_compare.py:")
+    assert len(result.rounds) >= 2 and result.intervals["fed"] is not None
+    cut = [s.side for s in result.segments if s.round == len(result.rounds)]
+    assert cut in ([], ["A"])  # B's failed turn left no segment; A's turn of the cut round is not counted
+
+
+def test_the_users_code_raising_in_a_probe_is_raised_nothing_to_keep():
+    from pipediag.errors import UserCodeError
+
+    clock = FakeClock()
+
+    def exits():
+        sys.exit(3)
+
+    with pytest.raises(UserCodeError, match=r"your pipeline \(in B's turn\) exited: sys.exit\(3\)"):
+        run_rounds(Side("A", feed(clock, 1)), Side("B", exits), stepper(clock, 1), ComparePlan(), clear=clear,
+                   clock_ns=clock)

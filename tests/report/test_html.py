@@ -179,6 +179,9 @@ def test_ablation_table_each_change_alone_against_the_control():
     assert section.count("<tr><td class=\"left\">control</td>") == 2  # both control runs are listed
     page = render_html(d)
     assert "— alone ×3.13 (gain)" in page  # the tuned-mode list says what each change gave alone
+    withheld = ablation_section(with_anatomy(tuning=(PARALLEL, PREFETCH), ablation=an_ablation(), tried=(PARALLEL,)))
+    assert ">faster, not taken as a gain<" in withheld and ">gain<" not in withheld
+    assert '<tr class="effect-gain">' not in withheld
 
 
 def test_an_unmeasured_change_says_why_not_zero():

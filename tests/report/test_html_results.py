@@ -71,7 +71,8 @@ def test_comparison_without_rounds_says_inconclusive_and_why():
     c = comparison(max_seconds=4.0)
     assert c.rounds == ()
     page = render_comparison_html(c)
-    assert ">INCONCLUSIVE<" in page and "why no verdict: the time cap (4 s) allowed only" in page
+    assert ">INCONCLUSIVE<" in page and "no verdict: the time cap (4 s) allowed only" in page
+    assert page.count("the time cap (4 s) allowed only") == 1  # the headline says why; no second line
     assert "B/A: <strong>n/a</strong>" in page
     assert row(page, "sides", "A")[1:] == ["—"] * 8
     assert "A fed: not measured (0 round(s) counted" in page

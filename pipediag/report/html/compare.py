@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 
 from pipediag import stats
-from pipediag.records.kinds import INTERRUPTED, OUT_OF_MEMORY
 from pipediag.report.html import charts, parts
-from pipediag.report.terminal.compare import verdict_lines
+from pipediag.report.terminal.compare import STOPS, verdict_lines
 from pipediag.results.compare import Comparison
 from pipediag.verdict.compare import FASTER, INCONCLUSIVE, NO_DIFFERENCE, SLOWER
 
@@ -21,11 +20,6 @@ _WORDS = {FASTER: "FASTER", SLOWER: "SLOWER", NO_DIFFERENCE: "NO SIGNIFICANT DIF
 _COLORS = {FASTER: "#2f855a", SLOWER: "#c53030", NO_DIFFERENCE: "#4a5568", INCONCLUSIVE: "#b7791f"}
 _KIND_NAMES = {"fed": "fed step (what training sees)", "input_only": "input only (the pipeline alone)"}
 _KIND_COLORS = {"fed": "#dd8452", "input_only": "#55a868"}
-_STOPS = {
-    "clear": "the answer was clear", "round_cap": "round cap reached", "time_cap": "time cap reached",
-    INTERRUPTED: "interrupted (Ctrl-C)", OUT_OF_MEMORY: "a step ran out of memory",
-    "input_exhausted": "a side's input ran out", "stalled": "a side stalled (no batch or step for the stall timeout)",
-}
 
 
 def side_rates(c: Comparison, side: str, kind: str) -> tuple[float, ...]:
@@ -55,7 +49,7 @@ def header_section(c: Comparison) -> str:
         facts.append(("step", c.step.description))
     order = "B alone against the saved A" if c.a.source == "saved" else "A and B interleaved: AB, BA, AB, …"
     facts.append(("rounds", f"{len(c.rounds)} ({order}), turns of {c.segment_seconds:.2f} s"))
-    facts.append(("stopped", _STOPS.get(c.stop_reason, c.stop_reason)))
+    facts.append(("stopped", STOPS.get(c.stop_reason, c.stop_reason)))
     heading = f"<h1>pipediag compare <code>{parts.escape(c.a.label)}</code> → <code>{parts.escape(c.b.label)}</code></h1>"
     return parts.page_head(heading, c.status, facts, c.elapsed_s, c.created_at)
 
@@ -70,7 +64,8 @@ def verdict_section(c: Comparison) -> str:
                  f"{100 * iv.confidence:.0f}% interval <strong>{iv.low:.3f} – {iv.high:.3f}</strong> "
                  f'<span class="muted">({parts.escape(iv.method)}, {iv.rounds} rounds)</span></p>')
     lines = verdict_lines(c)
-    reason = f"<p><em>why no verdict: {parts.escape(v.reason)}</em></p>" if v.reason else ""
+    said = v.reason and v.reason not in v.headline  # an inconclusive headline already says why
+    reason = f"<p><em>why no verdict: {parts.escape(v.reason)}</em></p>" if said else ""
     items = "".join(f"<li>{parts.escape(line)}</li>" for line in lines)
     return (f'<h2>Verdict</h2><div class="verdict" id="verdict" style="border-color:{color}">'
             f'<p><span class="bottleneck" style="color:{color}">{_WORDS.get(v.verdict, parts.escape(v.verdict.upper()))}</span> '

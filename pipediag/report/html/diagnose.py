@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pipediag.analysis.gpu import job_gpus
+from pipediag.report.common import effect_text
 from pipediag.report.html import charts
 from pipediag.report.html.parts import (
     environment_facts,
@@ -264,10 +265,11 @@ def ablation_section(d: Diagnosis) -> str | None:
         without = "" if e.without_speedup is None else f"×{e.without_speedup:.2f} ({fmt_interval(e.without_ci, '{:.2f}')})"
         why = e.reason or ("" if e.speedup is not None else "no rate")
         tip = f' title="{escape(title)}"' if title else ""
+        shown = effect_text(d, e.change, e.effect)
         rows.append(
-            f'<tr class="effect-{escape(e.effect)}"><td class="left"{tip}>{name}</td>'
+            f'<tr class="effect-{escape(e.effect if shown == e.effect else "none")}"><td class="left"{tip}>{name}</td>'
             f"<td>{escape(speed)}</td><td>{escape(fmt_interval(e.speedup_ci, '{:.2f}'))}</td>"
-            f'<td>{escape(basis)}</td><td class="left">{escape(_EFFECT_TEXT.get(e.effect, e.effect))}</td>'
+            f'<td>{escape(basis)}</td><td class="left">{escape(_EFFECT_TEXT.get(shown, shown))}</td>'
             f'<td>{escape(without)}</td><td class="left">{escape(why)}</td></tr>'
         )
     together = ""

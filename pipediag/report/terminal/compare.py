@@ -17,7 +17,7 @@ from pipediag.verdict.compare import FASTER, INCONCLUSIVE, NO_DIFFERENCE, SLOWER
 
 _STYLE = {FASTER: "bold green", SLOWER: "bold red", NO_DIFFERENCE: "bold white", INCONCLUSIVE: "bold yellow"}
 _WORDS = {FASTER: "FASTER", SLOWER: "SLOWER", NO_DIFFERENCE: "NO SIGNIFICANT DIFFERENCE", INCONCLUSIVE: "INCONCLUSIVE"}
-_STOPS = {
+STOPS = {  # why the rounds stopped, in words (the HTML page's too)
     "clear": "the answer was clear",
     "round_cap": "round cap reached",
     "time_cap": "time cap reached",
@@ -25,6 +25,7 @@ _STOPS = {
     OUT_OF_MEMORY: "a step ran out of memory",
     "input_exhausted": "a side's input ran out",
     "stalled": "a side stalled (no batch or step for the stall timeout)",
+    "failed": "a side's code raised (its error follows the report)",
 }
 _KIND_NAMES = {"fed": "fed step (what training sees)", "input_only": "input only (the pipeline alone)"}
 
@@ -53,7 +54,7 @@ def header(c: Comparison) -> RenderableType:
                     t.append(stages[name] + "\n")
     order = "B alone against the saved A" if c.a.source == "saved" else "A and B interleaved: AB, BA, AB, …"
     facts = [f"{len(c.rounds)} round(s) ({order})", f"turns of {c.segment_seconds:.2f} s",
-             f"stopped: {_STOPS.get(c.stop_reason, c.stop_reason)}", f"took {c.elapsed_s:.1f} s"]
+             f"stopped: {STOPS.get(c.stop_reason, c.stop_reason)}", f"took {c.elapsed_s:.1f} s"]
     t.append("  ·  ".join(facts), style="dim")
     return t
 
@@ -122,7 +123,9 @@ def verdict_lines(c: Comparison) -> list[str]:
         lines.append(effect)
     for kind in c.intervals:
         if kind != c.primary:
-            lines.append(f"{_KIND_NAMES[kind]}: {c.verdicts[kind].headline}")
+            other = c.verdicts[kind]
+            same_reason = other.verdict == INCONCLUSIVE and v.reason and other.reason == v.reason
+            lines.append(f"{_KIND_NAMES[kind]}: {'no verdict either, for the same reason' if same_reason else other.headline}")
     max_rounds = c.plan.max_rounds
     looks = ", ".join(str(n) for n in c.plan.looks())
     lines.append(f"{len(c.rounds)} round(s) of at most {max_rounds}; the data is looked at after {looks} rounds, "
@@ -142,7 +145,7 @@ def verdict_panel(c: Comparison) -> RenderableType:
     body.append(_WORDS[v.verdict], style=_STYLE[v.verdict])
     body.append(f"  ({_KIND_NAMES[c.primary]})\n", style="dim")
     body.append(v.headline + "\n")
-    if v.reason:
+    if v.reason and v.reason not in v.headline:  # an inconclusive headline already says why
         body.append(f"why no verdict: {v.reason}\n", style="italic")
     lines = verdict_lines(c)
     for line in lines:

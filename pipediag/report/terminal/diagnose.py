@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipediag.analysis.gpu import METRIC_LABELS, job_gpus, metrics_seen
-from pipediag.report.common import num, run_lines, title
+from pipediag.report.common import effect_text, num, run_lines, title
 from pipediag.report.terminal.env import limits_rows
 from pipediag.results.diagnose import MODE_NAMES, Diagnosis
 
@@ -313,7 +313,7 @@ def fixes_view(d: Diagnosis) -> RenderableType:
             effect = None if ablation is None else ablation.effect(c.key)
             if effect is not None and effect.speedup is not None:
                 own = "alone" if effect.basis == "alone" else "the only change"
-                lines.append(f" — {own} ×{effect.speedup:.2f} ({effect.effect})", style="cyan")
+                lines.append(f" — {own} ×{effect.speedup:.2f} ({effect_text(d, c.key, effect.effect)})", style="cyan")
             if c.reason:
                 lines.append(f" — {c.reason}", style="dim")
             if c.details.get("check"):

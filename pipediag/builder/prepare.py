@@ -15,7 +15,8 @@ from typing import Any
 from pipediag.backends.tf import tf
 from pipediag.builder import target as targets
 from pipediag.builder.dataset import cardinality, describe, has_batching, require_dataset, take_first_batch
-from pipediag.builder.graph import GraphError, PipelineGraph
+from pipediag.builder.graph import GraphError, GraphTooLarge, PipelineGraph
+from pipediag.builder.objects import ADVICE, has_batch_object
 from pipediag.errors import UsageError
 from pipediag.records.element import ElementInfo
 from pipediag.records.stage import Stage
@@ -66,6 +67,9 @@ def prepare_dataset(
         graph = PipelineGraph.from_dataset(dataset)
         stages = graph.stages()
         batching_seen = has_batching(graph)
+    except GraphTooLarge as error:
+        graph, stages, batching_seen = None, [], has_batch_object(dataset)
+        notes.append(f"{error}. {ADVICE}")
     except GraphError as error:
         graph, stages, batching_seen = None, [], True
         notes.append(f"the pipeline's graph could not be read, so no stage names or tuning: {error}")

@@ -8,8 +8,8 @@ resident, 4.8 GiB at the peak (plain TensorFlow, 2026-12-02, this 2-core 24 GiB 
 
 TensorFlow writes an in-memory array into the pipeline's serialized graph as a constant, and a
 graph cannot exceed 2 GiB: pipediag cannot read this pipeline's graph (until issue 27 it crashed
-with its own StopIteration). It must still measure the modes that need no graph and give the
-right verdict, and say why there is no anatomy.
+with its own StopIteration). It must still measure the modes that need no graph, read the stages
+from the Dataset objects for its anatomy, give the right verdict, and say why there is no tuned mode.
 
 Expected answer and why (plain TensorFlow: `benchmarks/real_truth.py`, 2026-12-02 11:25 UTC, this
 2-core machine, load ~1.4): the free step 6.4 steps/s, input alone 1927 batches/s (302x the free

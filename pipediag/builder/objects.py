@@ -9,7 +9,8 @@ cannot ask for; and a GraphDef, one protobuf message, cannot exceed 2 GiB. Over 
 `DatasetToGraphV2` returns an empty graph. Nor can the rest be read apart from the array: each
 stage's dataset is bound to its input's, and only the whole chain serializes. So pipediag sums the
 arrays before it serializes, and over the limit it does not try (the attempt alone copies them
-once more) and says why: the modes that need no graph still run.
+once more) and says why. The modes that need no graph still run, and the anatomy reads the stages
+from the Dataset objects (`builder.object_chain`).
 
 The Python objects are walked as `builder.functions` walks them: each transformation keeps its
 input dataset(s) and function wrappers as attributes.
@@ -128,10 +129,10 @@ EMPTY_GRAPH = ("TensorFlow returned an empty graph for the pipeline: its seriali
                "limit (in-memory arrays or tables it holds are written into it as constants), so it cannot be "
                "read, cut or rebuilt")
 
-ADVICE = ("pipediag runs the modes that need no graph (synthetic, pipeline, input-only): no stage names, no "
-          "anatomy and no tuned mode, which time and rewrite the pipeline's stages from its graph. The array is "
-          "already in memory: cache() would add nothing. To let pipediag see and tune the stages (and tf.data "
-          "service send the pipeline), keep the array out of the graph: save the data once with "
+ADVICE = ("pipediag reads the stages from the Python Dataset objects instead (each object is the pipeline up "
+          "to its stage) and times them in the anatomy; the tuned mode, which rewrites the pipeline's graph, "
+          "does not run. The array is already in memory: cache() would add nothing. To let pipediag tune the "
+          "pipeline (and tf.data service send it), keep the array out of the graph: save the data once with "
           "Dataset.save(path) and read it with Dataset.load(path), or write TFRecord files; or feed it with "
           "Dataset.from_generator over an index (a generator yielding x[i:i + n], y[i:i + n] for i in "
           "range(0, len(x), n): slices cut in NumPy)")

@@ -49,7 +49,7 @@ def test_a_batch_size_the_builder_cannot_take_is_said_not_dropped_silently():
 
 def test_a_pipeline_over_the_graph_limit_is_prepared_without_its_graph(monkeypatch):
     """The path of an in-memory array over 2 GiB, on a 2 MiB one under a lowered limit: no graph,
-    the reason and the advice in a note, and batching read from the Dataset objects instead."""
+    the reason and the advice in a note, batching and the stages read from the Dataset objects."""
     from pipediag.builder import objects
     from pipediag.builder.prepare import prepare_dataset
 
@@ -60,7 +60,8 @@ def test_a_pipeline_over_the_graph_limit_is_prepared_without_its_graph(monkeypat
         return tf.data.Dataset.from_tensor_slices(x)
 
     prepared = prepare_dataset(unbatched, {}, 16, False, 1)
-    assert prepared.graph is None and prepared.stages == ()
+    assert prepared.graph is None and prepared.chain is not None
+    assert [s.label for s in prepared.stages] == ["TensorSliceDataset", "batch(16)"]  # read from the objects
     assert prepared.element.batch_size == 16 and "the dataset was unbatched: pipediag added .batch(16)" in prepared.notes
     note = next(n for n in prepared.notes if "in-memory arrays" in n)
     assert "(from_tensor_slices: float32 (512, 1024), 2.0 MiB)" in note, note

@@ -49,6 +49,8 @@ TF_TESTS = (
     "tests/builder/test_dataset.py",
     "tests/builder/test_functions.py",
     "tests/builder/test_graph.py",
+    "tests/builder/test_object_chain.py",
+    "tests/builder/test_objects.py",
     "tests/builder/test_tfds_target.py",
     "tests/callbacks/test_keras.py",
     "tests/commands/test_fix.py",

@@ -88,7 +88,8 @@ class Gathering:
         oom = self.local_modes()
         if not oom and self.state.runs["synthetic"].steps:
             self.handover()
-        if self.plan.anatomy and self.graph is not None and "input_only" in self.plan.modes:
+        readable = self.graph is not None or self.prepared.chain is not None  # a graph, or its Dataset objects
+        if self.plan.anatomy and readable and "input_only" in self.plan.modes:
             self.anatomy()
         if not oom:
             self.measure_edges_again()
@@ -170,8 +171,9 @@ class Gathering:
         self.progress.phase("timing the pipeline after each stage (anatomy)")
         state.running = "the anatomy"
         try:
+            chain = self.prepared.chain  # a graph over 2 GiB: the user's Dataset objects are the cuts
             result = measure_anatomy(
-                PipelineGraph.from_dataset(self.dataset), self.dataset.options(),
+                PipelineGraph.from_dataset(self.dataset) if chain is None else chain, self.dataset.options(),
                 batch_size=state.element.batch_size, rule=THOROUGH if self.plan.thorough else WaterfallRule(),
                 first_batch_s=self.prepared.first_batch_ns / 1e9, clock_ns=self.clock_ns, watchdog=self.watchdog,
             )

@@ -112,7 +112,7 @@ def prepare(state: ScaleRun, builder, options: RunOptions, progress: Progress, w
     batched, batch_format, clock_ns = options.batched, options.batch_format, options.clock_ns
     from pipediag.backends.tf import tf
     from pipediag.builder.dataset import cardinality, describe, has_batching, require_dataset, take_first_batch
-    from pipediag.builder.graph import GraphError, PipelineGraph
+    from pipediag.builder.graph import GraphError, GraphTooLarge, PipelineGraph
     from pipediag.modes.scale import refuse_python
     from pipediag.steps.keras_step import keras_step
     from pipediag.steps.standin import standin_step
@@ -132,11 +132,12 @@ def prepare(state: ScaleRun, builder, options: RunOptions, progress: Progress, w
         graph = PipelineGraph.from_dataset(dataset)
     except GraphError as error:
         # distribute() serializes the same graph: a pipeline that cannot be serialized cannot be sent.
-        raise UsageError(
-            f"the pipeline cannot be sent to tf.data service workers: {error}",
-            "workers rebuild the pipeline from its serialized graph; remove what cannot be serialized "
-            "(captured Python objects, unsupported resources)",
-        ) from error
+        hint = ("workers rebuild the pipeline from its serialized graph; remove what cannot be serialized "
+                "(captured Python objects, unsupported resources)")
+        if isinstance(error, GraphTooLarge):
+            hint = ("workers rebuild the pipeline from its serialized graph; keep the array out of it: "
+                    "Dataset.save(path) then Dataset.load(path) on the workers, or TFRecord files")
+        raise UsageError(f"the pipeline cannot be sent to tf.data service workers: {error}", hint) from error
     stages = graph.stages()
     if not has_batching(graph) and not batched and not took_batch_size:
         if batch_size is None:

@@ -14,6 +14,7 @@ import copy
 from collections.abc import Callable
 
 from pipediag.backends.tf import tf
+from pipediag.builder import objects
 from pipediag.builder.functions import generator_names
 from pipediag.builder.graph_ops import PY_OPS, RANDOM_OPS, WRITE_OPS, WRITE_PREFIXES, as_int, is_random_op
 from pipediag.builder.graph_ops import has_shuffle_after as has_shuffle_after
@@ -25,6 +26,10 @@ _EXTERNAL_STATE_IGNORE = 1  # serialize stateful ops as they are; we rebuild in 
 
 class GraphError(PipediagError):
     """The pipeline's graph could not be read or rebuilt (a capture tf.data cannot serialize)."""
+
+
+class GraphTooLarge(GraphError):
+    """The pipeline's graph is over protobuf's 2 GiB: it holds in-memory arrays that large (builder.objects)."""
 
 
 def _input_name(ref: str) -> str:
@@ -45,7 +50,12 @@ class PipelineGraph:
 
     # -- reading --------------------------------------------------------------------------
     @classmethod
-    def from_dataset(cls, dataset) -> PipelineGraph:
+    def from_dataset(cls, dataset, limit_bytes: int | None = None) -> PipelineGraph:
+        """limit_bytes: held arrays that reach it are not serialized (default: protobuf's 2 GiB)."""
+        limit = objects.GRAPHDEF_LIMIT_BYTES if limit_bytes is None else limit_bytes
+        reason = objects.too_large(objects.held_arrays(dataset), limit)
+        if reason is not None:
+            raise GraphTooLarge(reason)
         try:
             serialized = tf.raw_ops.DatasetToGraphV2(
                 input_dataset=dataset._variant_tensor,
@@ -56,6 +66,8 @@ class PipelineGraph:
             raise GraphError(f"could not serialize the pipeline's graph: {error}") from error
         graph_def = tf.compat.v1.GraphDef()
         graph_def.ParseFromString(serialized.numpy())
+        if not any(node.op == "_Retval" for node in graph_def.node):
+            raise GraphTooLarge(objects.EMPTY_GRAPH)
         graph = cls(graph_def, dataset.element_spec)
         graph._keep_alive.append(dataset)
         graph.generators = generator_names(dataset)

@@ -15,7 +15,9 @@ from typing import Any
 from pipediag.backends.tf import tf
 from pipediag.builder import target as targets
 from pipediag.builder.dataset import cardinality, describe, has_batching, require_dataset, take_first_batch
-from pipediag.builder.graph import GraphError, PipelineGraph
+from pipediag.builder.graph import GraphError, GraphTooLarge, PipelineGraph
+from pipediag.builder.object_chain import ObjectChain
+from pipediag.builder.objects import ADVICE, has_batch_object
 from pipediag.errors import UsageError
 from pipediag.records.element import ElementInfo
 from pipediag.records.stage import Stage
@@ -31,6 +33,22 @@ class PreparedDataset:
     first_batch_ns: int
     element: ElementInfo
     notes: list[str] = field(default_factory=list)
+    # The graph is over 2 GiB (in-memory arrays): the stages and cuts from the Dataset objects instead.
+    chain: ObjectChain | None = None
+
+
+def _read_graph(dataset, notes: list[str]) -> tuple[PipelineGraph | None, list[Stage], bool, bool]:
+    """The graph, its stages, whether it batches, and whether it is over 2 GiB (then batching is read
+    from the Dataset objects); a graph that cannot be read is a note."""
+    try:
+        graph = PipelineGraph.from_dataset(dataset)
+        return graph, graph.stages(), has_batching(graph), False
+    except GraphTooLarge as error:
+        notes.append(f"{error}. {ADVICE}")
+        return None, [], has_batch_object(dataset), True
+    except GraphError as error:
+        notes.append(f"the pipeline's graph could not be read, so no stage names or tuning: {error}")
+        return None, [], True, False
 
 
 def prepare_dataset(
@@ -62,13 +80,7 @@ def prepare_dataset(
         dataset = require_dataset(targets.call_user(builder, kwargs, "dataset builder"))
 
     notes: list[str] = []
-    try:
-        graph = PipelineGraph.from_dataset(dataset)
-        stages = graph.stages()
-        batching_seen = has_batching(graph)
-    except GraphError as error:
-        graph, stages, batching_seen = None, [], True
-        notes.append(f"the pipeline's graph could not be read, so no stage names or tuning: {error}")
+    graph, stages, batching_seen, too_large = _read_graph(dataset, notes)
     if not batching_seen and not batched and not builder_took_batch_size:
         if batch_size is None:
             raise UsageError(
@@ -84,6 +96,8 @@ def prepare_dataset(
         notes.append(f"batch size {batch_size} (--batch-size) was not used: {who} batches itself and its builder "
                      "takes no batch_size; add a batch_size parameter to the builder to set it")
 
+    chain = ObjectChain(dataset) if too_large else None
+    stages = chain.stages() if chain is not None else stages
     n = cardinality(dataset)
     if isinstance(n, int) and n < min_batches:
         notes.append(
@@ -105,4 +119,5 @@ def prepare_dataset(
     return PreparedDataset(
         dataset=dataset, graph=graph, stages=tuple(stages), cardinality=n, first_batch=first.batch,
         first_batch_ns=first.elapsed_ns, element=describe(dataset.element_spec, first.batch), notes=notes,
+        chain=chain,
     )

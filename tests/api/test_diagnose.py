@@ -113,6 +113,29 @@ def test_unbatched_dataset_with_batch_size_is_batched_and_said_so(quick_rule):
     assert d.element.batch_size == 10
 
 
+def test_an_array_over_the_graph_limit_is_diagnosed_by_the_modes_that_need_no_graph(quick_rule, monkeypatch):
+    """Issue 27: `from_tensor_slices` of an array over 2 GiB crashed pipediag (its graph cannot be
+    serialized). The same path on P.in_memory's 2 MiB array, the limit lowered to 1 MiB: the modes
+    that need no graph run, the anatomy times the user's own Dataset objects, the reason and the
+    advice are one note, and there is no tuned mode and no cache."""
+    from pipediag.builder import objects
+    from pipediag.builder.graph import PipelineGraph
+
+    labels = [s.label for s in PipelineGraph.from_dataset(P.in_memory()).stages()]  # under the real limit
+    monkeypatch.setattr(objects, "GRAPHDEF_LIMIT_BYTES", 1 << 20)
+    d = pipediag.diagnose(P.in_memory, step=P.light_step(), stop_rule=quick_rule)
+    assert d.status == "complete" and d.verdict is not None
+    assert set(d.modes) == {"synthetic", "pipeline", "input_only"}, d.modes
+    assert all(d.modes[name].steps >= 10 for name in d.modes)
+    assert [s.label for s in d.stages] == labels == ["TensorSliceDataset", "repeat", "batch(64)", "prefetch(AUTOTUNE)"]
+    assert [r.label for r in d.anatomy.rows] == labels
+    assert next(r for r in d.anatomy.rows if r.label == "batch(64)").batches_per_sec > 0
+    assert d.tuning == ()
+    [note] = [n for n in d.notes if "in-memory arrays" in n]
+    assert "(from_tensor_slices: float32 (2048, 256), 2.0 MiB)" in note and "the tuned mode" in note, note
+    assert not any(f.kind == "cache" for f in d.fixes)
+
+
 def test_batch_size_and_args_reach_the_builder(quick_rule):
     d = pipediag.diagnose(P.builder_with_args, batch_size=5, builder_kwargs={"scale": 2.0}, stop_rule=quick_rule,
                           modes=("synthetic", "pipeline"))

@@ -65,6 +65,17 @@ def test_py_function_pipeline_is_refused_before_any_server_starts():
     assert no_children()
 
 
+def test_a_pipeline_over_the_graph_limit_is_refused_with_the_way_to_send_it(monkeypatch):
+    """Workers rebuild the pipeline from its graph: one over 2 GiB (here over a lowered limit) cannot be sent."""
+    from pipediag.builder import objects
+
+    monkeypatch.setattr(objects, "GRAPHDEF_LIMIT_BYTES", 1 << 20)
+    with pytest.raises(UsageError, match="cannot be sent to tf.data service workers: the pipeline holds 2.0 MiB") as info:
+        scale(pipelines.in_memory, step=pipelines.light_step(), workers=(1,), stop_rule=QUICK)
+    assert "Dataset.save(path)" in info.value.hint
+    assert no_children()
+
+
 class _FailInService:
     """A progress callback that fails once the service is running: an error mid-run."""
 

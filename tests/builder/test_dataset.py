@@ -1,6 +1,7 @@
 """The first batch and the element spec (TensorFlow side): what the user's pipeline raises, and
 which specs one step can take."""
 
+import numpy as np
 import pytest
 
 tf = pytest.importorskip("tensorflow")
@@ -59,3 +60,28 @@ def test_a_batch_size_the_builder_cannot_take_is_said_not_dropped_silently():
     assert prepared.element.batch_size == 4
     assert any("batch size 32 (--batch-size) was not used" in n for n in prepared.notes), prepared.notes
     assert not any("was not used" in n for n in prepare_dataset(batched_itself, {}, None, False, 1).notes)
+
+
+def test_a_pipeline_over_the_graph_limit_is_prepared_without_its_graph(monkeypatch):
+    """The path of an in-memory array over 2 GiB, on a 2 MiB one under a lowered limit: no graph,
+    the reason and the advice in a note, batching and the stages read from the Dataset objects."""
+    from pipediag.builder import objects
+    from pipediag.builder.prepare import prepare_dataset
+
+    monkeypatch.setattr(objects, "GRAPHDEF_LIMIT_BYTES", 1 << 20)
+    x = np.zeros((512, 1024), np.float32)
+
+    def unbatched():
+        return tf.data.Dataset.from_tensor_slices(x)
+
+    prepared = prepare_dataset(unbatched, {}, 16, False, 1)
+    assert prepared.graph is None and prepared.chain is not None
+    assert [s.label for s in prepared.stages] == ["TensorSliceDataset", "batch(16)"]  # read from the objects
+    assert prepared.element.batch_size == 16 and "the dataset was unbatched: pipediag added .batch(16)" in prepared.notes
+    note = next(n for n in prepared.notes if "in-memory arrays" in n)
+    assert "(from_tensor_slices: float32 (512, 1024), 2.0 MiB)" in note, note
+    assert "cache() would add nothing" in note and "Dataset.save(path)" in note and "from_generator" in note
+    with pytest.raises(UsageError, match="yields single examples"):
+        prepare_dataset(unbatched, {}, None, False, 1)
+    batched = prepare_dataset(lambda: tf.data.Dataset.from_tensor_slices(x).batch(4), {}, None, False, 1)
+    assert batched.graph is None and batched.element.batch_size == 4

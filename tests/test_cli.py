@@ -74,7 +74,7 @@ def test_users_failing_step_exits_1_with_their_traceback_only(fixture_spec):
 def test_unbatched_dataset_exits_2_with_a_hint(fixture_spec):
     result = pipediag("diagnose", fixture_spec("unbatched"), "--quiet")
     assert result.returncode == 2
-    assert "not batches" in result.stderr and "--batch-size" in result.stderr
+    assert "no batch() in the pipeline" in result.stderr and "--batch-size" in result.stderr
 
 
 @pytest.mark.slow

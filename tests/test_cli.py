@@ -99,7 +99,7 @@ def test_diagnose_writes_json_and_report_reprints_it(fixture_spec, tmp_path):
     assert {"synthetic", "pipeline", "input_only", "tuned"} <= modes
     data = json.loads(out.read_text())
     assert ('id="ablation"' in html) == (data["tuning"]["ablation"] is not None)
-    assert data["schema_version"] == 1 and data["verdict"]["bottleneck"] == "input"
+    assert data["schema_version"] == 2 and data["verdict"]["bottleneck"] == "input"
     assert data["fixes"][0]["stage"] == "map(slow_read)"
     again = pipediag("report", str(out))
     assert again.returncode == 0

@@ -44,6 +44,7 @@ from accuracy import (  # noqa: E402 (the scenario helpers the accuracy benchmar
     scenario_paths,
 )
 
+sys.path.insert(0, ROOT)  # this tree's pipediag, not an installed one
 from pipediag.records.phases import PHASE_LABELS  # noqa: E402
 
 GOALS = {"median_s": 15.0, "longest_s": 40.0, "quick_median_s": 8.0}

@@ -1,15 +1,22 @@
-"""How long `pipediag diagnose --demo` takes, end to end, anatomy and ablation included.
+"""How long `pipediag diagnose` takes to a verdict, over the scenarios, at the defaults.
 
-Runs the real command N times as subprocesses (TensorFlow import included, as a user waits for
-it) and writes one Markdown table with the date and machine to benchmarks/results/:
+Runs the real command once per scenario of scenarios/ and scenarios/real/ (as
+benchmarks/accuracy.py does, with each scenario's own step and DIAGNOSE_ARGS, but no
+--max-seconds: the defaults a user gets), as subprocesses (Python start-up and the TensorFlow
+import included, as a user waits for them), and writes one Markdown table with the date and
+machine to benchmarks/results/:
 
-    python benchmarks/diagnose_time.py --runs 5 --lock /tmp/pipediag-cpu.lock
+    python benchmarks/diagnose_time.py --lock /tmp/cpu.lock              # scenarios/ and scenarios/real/
+    python benchmarks/diagnose_time.py --only compute_bound,real/tf_csv  # some of them
+    python benchmarks/diagnose_time.py --lock /tmp/cpu.lock -- --quick   # more diagnose options after --
 
-`--lock` takes that file's lock around each run only (other work on a shared machine waits
-between runs, not during them). Each row also gives the diagnosis's own time and where it went
-(the four modes' windows with warm-up, the anatomy, the ablation's alone runs), the stage named
-slow, and each fix's own measured speedup, read from the run's JSON. The goal (issue 4): median
-wall time at most 60 s on the 2-core development machine, aiming for 30 s.
+`--lock` takes that file's lock around each scenario only (other work on a shared machine waits
+between scenarios, not during them). Each row gives the wall time, the diagnosis's own time
+(`elapsed_s`) and where it went (the JSON's `phases`, schema 2), the verdict, and whether the
+tuned mode ran or was skipped; the totals give the median and longest wall time against issue
+26's goal (median at most 15 s, longest at most 40 s; --quick: median at most 8 s) and the median
+of each phase. A scenario's data is made on its first use (in $TMPDIR/pipediag-scenarios/): run
+the accuracy benchmark or this one once before timing on a fresh machine.
 """
 
 from __future__ import annotations
@@ -27,56 +34,74 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from accuracy import (  # noqa: E402 (the scenario helpers the accuracy benchmark defines)
+    ROOT,
+    SETS,
+    child_env,
+    diagnose_command,
+    scenario_name,
+    scenario_paths,
+)
+
+sys.path.insert(0, ROOT)  # this tree's pipediag, not an installed one
+from pipediag.records.phases import PHASE_LABELS  # noqa: E402
+
+GOALS = {"median_s": 15.0, "longest_s": 40.0, "quick_median_s": 8.0}
+
+
+def _describe(path: str) -> dict:
+    """The scenario's step and options, read in a child (importing it imports its framework)."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "accuracy.py"), "--describe", path],
+                          capture_output=True, text=True, env=child_env(), cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError("loading the scenario failed: " + done.stderr[-1500:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def at_defaults(cmd: list[str]) -> list[str]:
+    """accuracy's diagnose command without its --max-seconds: the default a user gets."""
+    i = cmd.index("--max-seconds")
+    return cmd[:i] + cmd[i + 2:]
+
+
+def one_run(path: str, extra: list[str], lock: str | None) -> dict:
+    row = {"scenario": scenario_name(path)}
+    try:
+        info = _describe(path)
+    except RuntimeError as error:
+        return {**row, "error": str(error)}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "run.json")
+        cmd = at_defaults(diagnose_command(os.path.relpath(path, ROOT), info, 10.0, out)) + extra
+        with _flock(lock) if lock else contextlib.nullcontext():
+            load = os.getloadavg()[0]
+            start = time.monotonic()
+            done = subprocess.run(cmd, capture_output=True, text=True, env=child_env(info.get("env")), cwd=ROOT)
+            wall = time.monotonic() - start
+        if not os.path.exists(out):
+            return {**row, "wall_s": wall, "error": f"exit {done.returncode}: {done.stderr[-1500:]}"}
+        with open(out) as f:
+            d = json.load(f)
+    verdict = d.get("verdict") or {}
+    return {
+        **row, "wall_s": wall, "elapsed_s": d["elapsed_s"], "load_1min": load, "exit": done.returncode,
+        "phases": {p["name"]: p["seconds"] for p in d.get("phases", [])},
+        "verdict": f"{verdict.get('bottleneck', '—')} ({verdict.get('confidence', '—')})",
+        "expected": info["expected"]["bottleneck"],
+        "tuned": "ran" if (d["modes"].get("tuned") is not None) else
+                 ("skipped" if any(n.startswith("tuned mode skipped") for n in d["notes"]) else "not run"),
+    }
 
 
 @contextlib.contextmanager
-def locked(path: str | None):
-    if path is None:
-        yield
-        return
+def _flock(path: str):
     with open(path, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def one_run(extra: list[str], lock: str | None) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "run.json")
-        cmd = [sys.executable, "-m", "pipediag", "diagnose", "--demo", "--quiet", "--json", out, *extra]
-        with locked(lock):
-            load = os.getloadavg()[0]
-            start = time.monotonic()
-            done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-            wall = time.monotonic() - start
-        if done.returncode != 0:
-            raise SystemExit(f"diagnose failed ({done.returncode}):\n{done.stderr[-2000:]}")
-        with open(out) as f:
-            d = json.load(f)
-    modes = {}
-    for name, m in d["modes"].items():
-        if m is not None and m.get("run"):
-            r = m["run"]
-            modes[name] = (r["end_ns"] - r["start_ns"] + r["warmup_ns"]) / 1e9
-    ablation = (d.get("tuning") or {}).get("ablation") or {}
-    alone = [v for v in ablation.get("variants", []) if v["role"] in ("alone", "all_but")]
-    return {
-        "wall_s": wall,
-        "elapsed_s": d["elapsed_s"],
-        "load_1min": load,
-        "modes_s": sum(modes.values()),
-        "anatomy_s": (d.get("anatomy") or {}).get("seconds"),
-        "alone_runs": len(alone),
-        "bottleneck_stage": (d.get("anatomy") or {}).get("bottleneck_stage"),
-        "waterfall": [(r["label"], r["batches_per_sec"]) for r in (d.get("anatomy") or {}).get("waterfall", [])],
-        "fixes": [(f["kind"], f["measured_speedup"]) for f in d["fixes"]],
-        "effects": [(e["kind"], e["speedup"], e["effect"]) for e in ablation.get("effects", [])],
-        "together": (ablation.get("together") or {}).get("speedup"),
-        "pipeline": d["modes"]["pipeline"]["batches_per_sec"] if d["modes"].get("pipeline") else None,
-    }
 
 
 def machine() -> str:
@@ -90,65 +115,86 @@ def machine() -> str:
     return f"{os.cpu_count()} logical CPUs ({cpu}), {mem:.0f} GiB RAM, {platform.system()} {platform.release()}"
 
 
-def fmt(value, spec="{:.1f}") -> str:
-    return "—" if value is None else spec.format(value)
+def totals(rows: list[dict], quick: bool) -> dict:
+    timed = [r for r in rows if "elapsed_s" in r]
+    walls = [r["wall_s"] for r in timed]
+    phase_medians = {}
+    for name in PHASE_LABELS:
+        values = [r["phases"].get(name, 0.0) for r in timed]
+        if any(values):
+            phase_medians[name] = statistics.median(values)
+    return {
+        "scenarios": len(rows), "timed": len(timed),
+        "median_wall_s": statistics.median(walls) if walls else None,
+        "longest_wall_s": max(walls) if walls else None,
+        "longest": max(timed, key=lambda r: r["wall_s"])["scenario"] if timed else None,
+        "median_elapsed_s": statistics.median(r["elapsed_s"] for r in timed) if timed else None,
+        "phase_medians_s": phase_medians,
+        "goal": f"median <= {GOALS['quick_median_s']:g} s" if quick else
+                f"median <= {GOALS['median_s']:g} s, longest <= {GOALS['longest_s']:g} s",
+    }
 
 
-def report(runs: list[dict], extra: list[str]) -> str:
-    walls = [r["wall_s"] for r in runs]
-    elapsed = [r["elapsed_s"] for r in runs]
+def _phases_cell(phases: dict) -> str:
+    top = sorted(phases.items(), key=lambda kv: kv[1], reverse=True)
+    return ", ".join(f"{PHASE_LABELS.get(k, k)} {v:.1f}" for k, v in top if v >= 0.5) or "—"
+
+
+def report(rows: list[dict], t: dict, extra: list[str], command: str) -> str:
     import tensorflow as tf  # noqa: PLC0415 - only for the version line
 
+    fmt = lambda v: "—" if v is None else f"{v:.1f}"  # noqa: E731
     lines = [
-        f"# `pipediag diagnose --demo{' ' + ' '.join(extra) if extra else ''}`: time to a diagnosis",
+        f"# `pipediag diagnose{' ' + ' '.join(extra) if extra else ''}`: time to a verdict over the scenarios",
         "",
         f"- date: {dt.datetime.now().isoformat(timespec='minutes')}",
         f"- machine: {machine()}; no GPU",
         f"- TensorFlow {tf.__version__}, Python {platform.python_version()}",
-        f"- runs: {len(runs)}, one after another, each a fresh `python -m pipediag diagnose --demo --quiet --json F"
-        f"{' ' + ' '.join(extra) if extra else ''}` (TensorFlow import included); made with "
-        f"`python benchmarks/diagnose_time.py{' -- ' + ' '.join(extra) if extra else ''}`",
-        f"- **median wall time {statistics.median(walls):.1f} s** (min {min(walls):.1f}, max {max(walls):.1f}); "
-        f"median diagnosis time (pipediag's own `elapsed_s`: without Python start-up and the TensorFlow import) "
-        f"{statistics.median(elapsed):.1f} s. Goal: at most 60 s, aim 30 s.",
+        f"- made with `{command}`: each scenario once, a fresh `python -m pipediag diagnose ... --quiet --json F` "
+        "at the default --max-seconds (TensorFlow import included)",
+        f"- **median wall time {fmt(t['median_wall_s'])} s, longest {fmt(t['longest_wall_s'])} s** ({t['longest']}); "
+        f"median diagnosis time (`elapsed_s`, without Python start-up and the TensorFlow import) "
+        f"{fmt(t['median_elapsed_s'])} s, over {t['timed']} of {t['scenarios']} scenarios. Goal (issue 26): {t['goal']}.",
+        "- median seconds per phase over the scenarios (0 where a phase did not run): "
+        + (", ".join(f"{PHASE_LABELS[k]} {v:.1f}" for k, v in t["phase_medians_s"].items()) or "—"),
         "",
-        "| run | wall s | diagnosis s | 4 modes s | anatomy s | alone runs | load (1 min) | slow stage | "
-        "each fix's own speedup | all together | pipeline b/s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| scenario | wall s | diagnosis s | verdict (expected) | tuned | where the time went (s, phases >= 0.5 s) | load |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for i, r in enumerate(runs, 1):
-        fixes = ", ".join(f"{k} ×{s:.2f}" if s is not None else f"{k} (not measured)" for k, s in r["fixes"]) or "none"
-        lines.append(
-            f"| {i} | {r['wall_s']:.1f} | {r['elapsed_s']:.1f} | {r['modes_s']:.1f} | {fmt(r['anatomy_s'])} | "
-            f"{r['alone_runs']} | {r['load_1min']:.2f} | {r['bottleneck_stage'] or '—'} | {fixes} | "
-            f"{fmt(r['together'], '×{:.2f}')} | {fmt(r['pipeline'])} |"
-        )
-    lines += ["", "Waterfall of the last run (batches/s of the final pipeline):", ""]
-    lines += [f"- {label}: {fmt(rate)}" for label, rate in runs[-1]["waterfall"]]
-    lines += ["", "Ablation of the last run (each change alone; training throughput over the control run):", ""]
-    lines += [f"- {kind}: {fmt(s, '×{:.2f}')} ({effect})" for kind, s, effect in runs[-1]["effects"]]
+    for r in rows:
+        if "elapsed_s" not in r:
+            lines.append(f"| {r['scenario']} | {fmt(r.get('wall_s'))} | — | error: {r['error'][:120]!r} | | | |")
+            continue
+        lines.append(f"| {r['scenario']} | {r['wall_s']:.1f} | {r['elapsed_s']:.1f} | {r['verdict']} "
+                     f"({r['expected']}) | {r['tuned']} | {_phases_cell(r['phases'])} | {r['load_1min']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--lock", help="take this file's lock around each run (e.g. /tmp/pipediag-cpu.lock)")
-    p.add_argument("--out", help="result file (default: benchmarks/results/diagnose_time_DATE.md)")
-    p.add_argument("extra", nargs="*", help="more diagnose options, after --, e.g. -- --thorough")
+    p.add_argument("--set", default="all", choices=sorted(SETS), help="which scenarios (default: all)")
+    p.add_argument("--only", help="comma-separated scenario names, e.g. compute_bound,real/tf_csv")
+    p.add_argument("--lock", help="take this file's lock around each scenario (e.g. /tmp/cpu.lock)")
+    p.add_argument("--out", help="result file (default: benchmarks/results/diagnose_time[_quick]_DATE.md)")
+    p.add_argument("extra", nargs="*", help="more diagnose options, after --, e.g. -- --quick")
     args = p.parse_args()
-    runs = []
-    for i in range(args.runs):
-        runs.append(one_run(args.extra, args.lock))
-        print(f"run {i + 1}: {runs[-1]['wall_s']:.1f} s wall, {runs[-1]['elapsed_s']:.1f} s diagnosis", flush=True)
-    text = report(runs, args.extra)
-    suffix = "_thorough" if "--thorough" in args.extra else ""
-    out = args.out or os.path.join(ROOT, "benchmarks", "results", f"diagnose_time{suffix}_{dt.date.today()}.md")
+    paths = scenario_paths(only=args.only.split(",") if args.only else None, which=args.set)
+    rows = []
+    for path in paths:
+        rows.append(one_run(path, args.extra, args.lock))
+        r = rows[-1]
+        print(f"{r['scenario']}: {r.get('wall_s', 0):.1f} s wall, "
+              + (f"{r['elapsed_s']:.1f} s diagnosis" if "elapsed_s" in r else r["error"][:200]), flush=True)
+    t = totals(rows, "--quick" in args.extra)
+    text = report(rows, t, args.extra, "python benchmarks/diagnose_time.py " + " ".join(sys.argv[1:]))
+    suffix = "_quick" if "--quick" in args.extra else ""
+    stamp = dt.datetime.now().strftime("%Y-%m-%d-%H%M")
+    out = args.out or os.path.join(ROOT, "benchmarks", "results", f"diagnose_time{suffix}_{stamp}.md")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         f.write(text)
     print(text)
-    print(f"wrote {out}")
+    print(json.dumps(t))
 
 
 if __name__ == "__main__":

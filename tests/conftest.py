@@ -46,11 +46,13 @@ def _nvml_gpu_reason():
 # runs the rest; where TensorFlow is not installed, a listed module is reported as skipped instead
 # of failing to import, and a listed test is skipped.
 TF_TESTS = (
+    "tests/builder/test_batch_reading.py",
     "tests/builder/test_dataset.py",
     "tests/builder/test_functions.py",
     "tests/builder/test_graph.py",
     "tests/builder/test_object_chain.py",
     "tests/builder/test_objects.py",
+    "tests/builder/test_prepare.py",
     "tests/builder/test_tfds_target.py",
     "tests/callbacks/test_keras.py",
     "tests/commands/test_fix.py",

@@ -74,7 +74,7 @@ def test_profile_json_round_trip_and_report():
     p = a_profile([point(64, 100), point(128, 190), point(256, 370, status=OUT_OF_MEMORY),
                    point(512, 0, status=SKIPPED)])
     d = json.loads(json.dumps(p.to_dict()))
-    assert d["schema_version"] == 1 and d["kind"] == "baseline" and "environment" in d
+    assert d["schema_version"] == 2 and d["kind"] == "baseline" and "environment" in d
     assert BaselineProfile.from_dict(d) == p
     out = text(render_profile(p))
     assert "Keras ResNet-50, Keras jax backend on the gpu, 25,636,712 parameters" in out

@@ -88,7 +88,7 @@ def test_users_failing_step_exits_1_with_their_traceback_only(fixture_spec):
 def test_unbatched_dataset_exits_2_with_a_hint(fixture_spec):
     result = pipediag("diagnose", fixture_spec("unbatched"), "--quiet")
     assert result.returncode == 2
-    assert "not batches" in result.stderr and "--batch-size" in result.stderr
+    assert "no batch() in the pipeline" in result.stderr and "--batch-size" in result.stderr
 
 
 @pytest.mark.slow
@@ -113,7 +113,7 @@ def test_diagnose_writes_json_and_report_reprints_it(fixture_spec, tmp_path):
     assert {"synthetic", "pipeline", "input_only", "tuned"} <= modes
     data = json.loads(out.read_text())
     assert ('id="ablation"' in html) == (data["tuning"]["ablation"] is not None)
-    assert data["schema_version"] == 1 and data["verdict"]["bottleneck"] == "input"
+    assert data["schema_version"] == 2 and data["verdict"]["bottleneck"] == "input"
     assert data["fixes"][0]["stage"] == "map(slow_read)"
     again = pipediag("report", str(out))
     assert again.returncode == 0

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from pipediag.analysis.modes import summarize
+from pipediag.api.finish import quick_modes, with_phases
 from pipediag.api.gather import DiagnoseRun, Gathering, Plan, observed
 from pipediag.api.options import check_step_options, sample_hz, stop_rule_for
 from pipediag.errors import UsageError, UserCodeError
@@ -21,6 +22,7 @@ from pipediag.fixes.conclude import conclude
 from pipediag.modes.watchdog import Watchdog
 from pipediag.records.kinds import COMPLETE, FAILED, INTERRUPTED, STALLED, Status
 from pipediag.records.options import RunOptions, run_options
+from pipediag.records.phases import PhaseClock
 from pipediag.records.run import StopRule
 from pipediag.records.stall import RunStalled
 from pipediag.results.diagnose import MODE_NAMES, Diagnosis
@@ -57,6 +59,7 @@ def diagnose(
     ram_budget_bytes: int | None = None,
     anatomy: bool = True,
     thorough: bool = False,
+    quick: bool = False,
     **run_options_given: Any,
 ) -> Diagnosis:
     """Diagnose a tf.data pipeline feeding a training step.
@@ -69,12 +72,15 @@ def diagnose(
     step: a function `step(batch)` of any framework; pipediag waits for its result.
     Neither: a stand-in model matched to the batch, and the report says so.
     batch_size: passed to the builder if it takes `batch_size`; otherwise, for an unbatched
-    dataset, pipediag batches it. batched=True: elements are already batches (a generator of
-    batches) even though no batch op is visible.
+    dataset, pipediag batches it. Without a visible batch op, batched=True: the elements are
+    batches (a generator of batches); False: single examples; None (default): read from their
+    shapes, and the notes say so (builder.batch_reading).
     max_seconds: each mode's cap (overrides stop_rule's); stop_rule: when a mode has measured enough.
     anatomy: time the pipeline cut after each stage and name the slow stage (with input_only mode,
     as it measures the input side too).
     thorough: longer windows for the anatomy and the ablation, and all-but-one ablation runs.
+    quick: the verdict and the slow stage only: no tuned mode, so no measured fixes (the notes say
+    so, and how to get them). Diagnosis.phases says where the time went, either way.
     stall_timeout_s: a batch or step that takes longer ends the run with status "stalled" (the
     modes measured before are kept); None: a deadline fitted to the slowest batch seen
     (modes.watchdog). The stuck call's thread is left behind: the CLI ends the process.
@@ -89,17 +95,19 @@ def diagnose(
             f"modes must include synthetic and pipeline, from {', '.join(MODE_NAMES)}; got {', '.join(modes)}",
             "the verdict compares the pipeline with synthetic input",
         )
+    modes = quick_modes(modes, quick, thorough)
     rule = stop_rule_for(opts, stop_rule)
     plan = Plan(modes=tuple(modes), rule=rule, ram_budget_bytes=ram_budget_bytes, anatomy=anatomy, thorough=thorough)
     progress = opts.progress or SilentProgress()
     clock_ns = opts.clock_ns
     started = clock_ns()
-    state = DiagnoseRun(target=opts.label_for(builder))
+    state = DiagnoseRun(target=opts.label_for(builder), phases=PhaseClock(clock_ns))
     sampler = Sampler(gpu_reader=GpuReader(opts.nvml_lib, gpus=GpuSelection.choose(opts.gpus)),
                       hz=sample_hz(opts), clock_ns=clock_ns)
 
     progress.phase("reading the environment")
-    state.environment = collect(nvml_lib=opts.nvml_lib, container=sampler.container)
+    with state.phases.phase("setup"):
+        state.environment = collect(nvml_lib=opts.nvml_lib, container=sampler.container)
     sampler.start()
     try:
         Gathering(state, sampler, opts, plan, progress, Watchdog(opts.stall_timeout_s)).run(builder)
@@ -117,8 +125,9 @@ def diagnose(
         log = sampler.stop()
     if sampler.error is not None:
         state.notes.append(f"the sampler stopped early: {type(sampler.error).__name__}: {sampler.error}")
-    return _conclude(state, log, rule, opts.batch_size, opts.batch_format, (clock_ns() - started) / 1e9,
-                     ram_budget_bytes)
+    with state.phases.phase("conclude"):
+        diagnosis = _conclude(state, log, rule, opts.batch_size, opts.batch_format, 0.0, ram_budget_bytes)
+    return with_phases(diagnosis, state.phases, (clock_ns() - started) / 1e9, quick=quick)
 
 
 def _framework(state: DiagnoseRun) -> str | None:

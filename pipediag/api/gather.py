@@ -5,7 +5,7 @@ each step adds to a `DiagnoseRun` so that Ctrl-C, a stall or the user's error ke
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipediag import stats
@@ -17,6 +17,7 @@ from pipediag.records.change import Change
 from pipediag.records.environment import Environment
 from pipediag.records.kinds import INTERRUPTED, OUT_OF_MEMORY, STALLED
 from pipediag.records.options import RunOptions
+from pipediag.records.phases import PhaseClock, mode_phase
 from pipediag.records.run import ModeRun, StopRule
 from pipediag.records.stall import RunStalled, Stalled, StallInfo
 from pipediag.samples.sampler import Sampler
@@ -47,6 +48,7 @@ class DiagnoseRun:
     stall: StallInfo | None = None  # where the run stalled, if it did
     failure: UserCodeError | None = None  # the user's code raised after some modes were measured
     running: str | None = None  # the mode (or phase) running now, to say where a failure happened
+    phases: PhaseClock = field(default_factory=PhaseClock)  # where the wall time went
 
     def __post_init__(self) -> None:
         self.runs: dict[str, ModeRun] = {}
@@ -84,15 +86,20 @@ class Gathering:
         self.hideable: dict[str, int | None] = {}  # the device work a fetch can hide behind, from synthetic mode
 
     def run(self, builder) -> None:
-        self.prepare(builder)
+        phase = self.state.phases.phase
+        with phase("setup"):
+            self.prepare(builder)
         oom = self.local_modes()
         if not oom and self.state.runs["synthetic"].steps:
-            self.handover()
+            with phase("handover"):
+                self.handover()
         readable = self.graph is not None or self.prepared.chain is not None  # a graph, or its Dataset objects
         if self.plan.anatomy and readable and "input_only" in self.plan.modes:
-            self.anatomy()
+            with phase("anatomy"):
+                self.anatomy()
         if not oom:
-            self.measure_edges_again()
+            with phase("remeasure"):
+                self.measure_edges_again()
         if "tuned" in self.plan.modes and not oom and self.graph is not None:
             self.tuned()
 
@@ -112,6 +119,7 @@ class Gathering:
             self.graph, self.dataset = getattr(stall, "graph", None), getattr(stall, "dataset", None)
             raise self.stalled("first batch", stall) from None
         self.prepared = prepared
+        state.phases.move("setup", "first_batch", prepared.first_batch_ns)
         self.dataset, self.graph = prepared.dataset, prepared.graph
         state.notes.extend(prepared.notes)
         state.stages = prepared.stages
@@ -201,13 +209,40 @@ class Gathering:
         )
 
     def tuned(self) -> None:
-        """Plan the tuned rewrite from the measured modes, then run it with its ablation."""
+        """Plan the tuned rewrite from the measured modes, then run it with its ablation, unless
+        no such run could change the fixes (fixes.worth_tuning): then a note says why."""
         from pipediag.tuner.ablation import TuningOutcome, tune_with_ablation
-        from pipediag.tuner.rewrite import facts_for, plan_tuning
 
         state = self.state
         self.progress.phase("tuning the pipeline")
         state.running = "tuning"
+        with state.phases.phase("tuning_plan"):
+            plan, measured = self.plan_tuned()
+            skipped = self.skip_tuned(plan)
+            reference = None if skipped else self.reference()
+        if skipped:
+            return
+        state.tuning_outcome = TuningOutcome(changes=list(plan.changes))
+        try:
+            with state.phases.phase("variant_builds"):  # the variants' own runs are booked apart (run_variant)
+                outcome = tune_with_ablation(
+                    plan, baseline=measured, reference=reference, run_variant=self.run_variant,
+                    summarize=lambda r: summarize(r, self.sampler.log()), rule=self.rule,
+                    thorough=self.plan.thorough, outcome=state.tuning_outcome, clock_ns=self.clock_ns,
+                    guard=self.watchdog.call,
+                )
+        except Stalled as stall:  # filling a variant's cache (a stall in a variant's mode is a RunStalled)
+            raise self.stalled("tuned", stall, reads_pipeline=False) from None
+        state.tuning = tuple(outcome.changes)
+        state.notes.extend(outcome.notes)
+        state.cache_fill_ms = None if outcome.cache_fill_ns is None else outcome.cache_fill_ns / 1e6
+        state.tuned_check = None if outcome.tuned_check is None else outcome.tuned_check.text
+
+    def plan_tuned(self):
+        """The tuning plan for the user's pipeline, and pipeline mode's summary (the ablation's baseline)."""
+        from pipediag.tuner.rewrite import facts_for, plan_tuning
+
+        state = self.state
         log = self.sampler.log()
         measured = summarize(state.runs["pipeline"], log)
         input_side = summarize(state.runs["input_only"], log) if "input_only" in state.runs else measured
@@ -220,20 +255,25 @@ class Gathering:
                            clock_ns=self.clock_ns)
         state.candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
         state.tuning = tuple(plan.changes)
-        reference = self.reference()
-        state.tuning_outcome = TuningOutcome(changes=list(plan.changes))
-        try:
-            outcome = tune_with_ablation(
-                plan, baseline=measured, reference=reference, run_variant=self.run_variant,
-                summarize=lambda r: summarize(r, self.sampler.log()), rule=self.rule, thorough=self.plan.thorough,
-                outcome=state.tuning_outcome, clock_ns=self.clock_ns, guard=self.watchdog.call,
-            )
-        except Stalled as stall:  # filling a variant's cache (a stall in a variant's mode is a RunStalled)
-            raise self.stalled("tuned", stall, reads_pipeline=False) from None
-        state.tuning = tuple(outcome.changes)
-        state.notes.extend(outcome.notes)
-        state.cache_fill_ms = None if outcome.cache_fill_ns is None else outcome.cache_fill_ns / 1e6
-        state.tuned_check = None if outcome.tuned_check is None else outcome.tuned_check.text
+        return plan, measured
+
+    def skip_tuned(self, plan) -> bool:
+        """True, with the note that says why, when the tuned run could not change the fixes."""
+        from pipediag.fixes.worth_tuning import skip_reason, verdict_so_far
+
+        state, log = self.state, self.sampler.log()
+        environment = state.environment
+        verdict = verdict_so_far({name: summarize(run, log) for name, run in state.runs.items()},
+                                 stages=state.stages, handover=state.handover, container=log.container,
+                                 gpus_present=bool(environment and environment.gpus),
+                                 ram_budget_bytes=self.plan.ram_budget_bytes)
+        why = skip_reason(verdict, plan.candidates)
+        if why is None:
+            return False
+        if plan.candidates:  # planned but not measured: the note names them, Fixes does not list them as tried
+            state.tuning = ()
+        state.notes.append(why)
+        return True
 
     # -- the parts the steps share -----------------------------------------------------------------
     def reference(self):
@@ -284,14 +324,17 @@ class Gathering:
         # a training loop runs it; the wait is then the part of each fetch the device did not hide.
         dispatch = self.step.dispatch if with_step else None
         step_fn = self.step.run if with_step and dispatch is None else None
-        try:
-            result = run_mode(
-                name, next_batch, step_fn, mode_rule or self.rule, clock_ns=self.clock_ns, progress=self.progress.mode,
-                dispatch=dispatch, hideable_ns=self.hideable.get("ns") if dispatch else None, watchdog=self.watchdog,
-                **kw,
-            )
-        finally:
-            self.close_feed(name, next_batch, record)
+        booked = mode_phase(name, state.phases.current)
+        with state.phases.phase(booked):
+            try:
+                result = run_mode(
+                    name, next_batch, step_fn, mode_rule or self.rule, clock_ns=self.clock_ns,
+                    progress=self.progress.mode, dispatch=dispatch,
+                    hideable_ns=self.hideable.get("ns") if dispatch else None, watchdog=self.watchdog, **kw,
+                )
+            finally:
+                self.close_feed(name, next_batch, record)
+        state.phases.move(booked, "warmup", result.warmup_ns)
         if with_step:
             result = replace(result, device_memory=self.memory.stop())
         if record:

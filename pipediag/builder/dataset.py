@@ -54,13 +54,13 @@ def has_batching(graph: PipelineGraph) -> bool:
     return bool(ops & _BATCH_OPS)
 
 
-def _path(parts: tuple) -> str:
+def path_text(parts: tuple) -> str:
     return "".join(f"[{p!r}]" for p in parts) or "batch"
 
 
 def describe(element_spec, first_batch) -> ElementInfo:
-    spec_leaves = _flatten_with_paths(element_spec)
-    value_leaves = dict(_flatten_with_paths(first_batch))
+    spec_leaves = flatten_with_paths(element_spec)
+    value_leaves = dict(flatten_with_paths(first_batch))
     leaves = []
     batch_size = None
     total = 0
@@ -77,7 +77,7 @@ def describe(element_spec, first_batch) -> ElementInfo:
         shape = getattr(spec, "shape", None)
         dims = None if shape is None or shape.rank is None else tuple(shape.as_list())
         dtype = getattr(getattr(spec, "dtype", None), "name", type(spec).__name__)
-        leaves.append(Leaf(path=_path(path), kind=kind, dtype=dtype, shape=dims))
+        leaves.append(Leaf(path=path_text(path), kind=kind, dtype=dtype, shape=dims))
         if value is not None:
             total += _nbytes(value)
             if batch_size is None:
@@ -86,7 +86,7 @@ def describe(element_spec, first_batch) -> ElementInfo:
     return ElementInfo(leaves=tuple(leaves), batch_size=batch_size, batch_bytes=total or None)
 
 
-def _flatten_with_paths(structure) -> list[tuple[tuple, Any]]:
+def flatten_with_paths(structure) -> list[tuple[tuple, Any]]:
     out: list[tuple[tuple, Any]] = []
 
     def walk(prefix: tuple, value: Any) -> None:

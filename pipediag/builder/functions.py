@@ -57,7 +57,7 @@ def user_functions(dataset) -> dict[str, UserFunction]:
     return found
 
 
-def _closure_values(fn: Any):
+def closure_values(fn: Any):
     for cell in getattr(fn, "__closure__", None) or ():
         try:
             yield cell.cell_contents
@@ -65,10 +65,10 @@ def _closure_values(fn: Any):
             continue
 
 
-def generator_name(fn: Any, depth: int = 3) -> str | None:
-    """The user's generator behind `Dataset.from_generator`, found from the function TensorFlow
-    wraps it in (`flat_map_fn`, whose helpers close over the state object that holds the
-    generator as `_generator`); None when it is not there."""
+def find_generator(fn: Any, depth: int = 3) -> Callable[..., Any] | None:
+    """The user's generator (the callable given to `Dataset.from_generator`), found from the
+    function TensorFlow wraps it in (`flat_map_fn`, whose helpers close over the state object
+    that holds the generator as `_generator`); None when it is not there."""
     todo = [(fn, 0)]
     seen: set[int] = set()
     while todo:
@@ -78,11 +78,18 @@ def generator_name(fn: Any, depth: int = 3) -> str | None:
         seen.add(id(obj))
         generator = getattr(obj, "_generator", None)
         if generator is not None and callable(generator) and hasattr(obj, "get_next_id"):
-            name = getattr(generator, "__name__", None) or type(generator).__name__
-            return "<lambda>" if name == "<lambda>" else name
+            return generator
         if level < depth and callable(obj):
-            todo.extend((value, level + 1) for value in _closure_values(obj))
+            todo.extend((value, level + 1) for value in closure_values(obj))
     return None
+
+
+def generator_name(fn: Any, depth: int = 3) -> str | None:
+    """The name of the user's generator behind `Dataset.from_generator` (find_generator)."""
+    generator = find_generator(fn, depth)
+    if generator is None:
+        return None
+    return getattr(generator, "__name__", None) or type(generator).__name__
 
 
 def generator_names(dataset) -> dict[str, str]:

@@ -53,7 +53,7 @@ def register(sub) -> None:
                    help="after the batch sizes given, keep doubling until one runs out of memory (within the budget)")
     b.add_argument("--gpu-memory-limit", type=positive_int, metavar="MB",
                    help="simulate a GPU with this much memory (as 'pipediag sweep' does): the OOM edge of a smaller card")
-    b.add_argument("--json", metavar="FILE", help="write the profile as JSON (schema_version 1, kind baseline); - for standard output")
+    b.add_argument("--json", metavar="FILE", help="write the profile as JSON (schema_version 2, kind baseline); - for standard output")
     add_output_arguments(b, json=False, samples_csv=False)
     b.add_argument("--quiet", action="store_true", help="no progress display")
 

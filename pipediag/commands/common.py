@@ -111,7 +111,7 @@ def add_output_arguments(p: argparse.ArgumentParser, json: bool = True, save_ali
     if json:
         names = ("--json", "--save") if save_alias else ("--json",)
         p.add_argument(*names, dest="json", metavar="FILE",
-                       help="write the diagnosis as JSON (schema_version 1); - for standard output"
+                       help="write the diagnosis as JSON (schema_version 2); - for standard output"
                        + ("; --save is the same, e.g. to keep a baseline for 'pipediag compare --baseline FILE'"
                           if save_alias else ""))
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts (- for standard output)")
@@ -331,8 +331,8 @@ def scale_command(args: argparse.Namespace) -> str:
         parts += ["--batch-size", str(args.batch_size)]
     for arg in args.arg:
         parts += ["--arg", arg]
-    if args.batched:
-        parts.append("--batched")
+    if args.batched is not None:
+        parts.append("--batched" if args.batched else "--unbatched")
     if args.batch_format != "tf":
         parts += ["--batch-format", args.batch_format]
     if getattr(args, "gpus", None):

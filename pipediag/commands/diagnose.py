@@ -34,7 +34,13 @@ def add_target_arguments(p: argparse.ArgumentParser, *, batch_size: bool = True,
         p.add_argument("--batch-size", type=positive_int, help="passed to the builder if it takes batch_size; "
                        "otherwise pipediag batches an unbatched dataset")
     p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE", help="keyword argument for the builder")
-    p.add_argument("--batched", action="store_true", help="elements are already batches (e.g. a generator of batches)")
+    batching = p.add_mutually_exclusive_group()
+    batching.add_argument("--batched", action="store_const", const=True, default=None,
+                          help="elements are already batches (e.g. a generator of batches); by default, without a "
+                          "batch() in the pipeline, pipediag reads that from the elements' shapes")
+    batching.add_argument("--unbatched", action="store_const", const=False, dest="batched",
+                          help="elements are single examples, even where their shapes look like batches: "
+                          "pipediag batches them with --batch-size")
     p.add_argument("--batch-format", choices=["tf", "numpy", "dlpack"], default="tf",
                    help="what --step receives: tf tensors, numpy arrays (for JAX/PyTorch steps), or dlpack objects "
                    "(jnp.from_dlpack / torch.from_dlpack, no copy) (default: tf)")
@@ -104,8 +110,11 @@ def register(sub) -> None:
     add_target_arguments(d)
     add_gpus_argument(d)
     d.add_argument("--ram-budget-mb", type=positive_int, help="most memory a cache may take (default: half of free)")
-    d.add_argument("--thorough", action="store_true", help="longer windows for the per-stage anatomy and the "
-                   "per-change ablation, plus all-but-one ablation runs (slower)")
+    depth = d.add_mutually_exclusive_group()
+    depth.add_argument("--thorough", action="store_true", help="longer windows for the per-stage anatomy and the "
+                       "per-change ablation, plus all-but-one ablation runs (slower)")
+    depth.add_argument("--quick", action="store_true", help="the verdict and the slow stage only: no tuned mode, "
+                       "so no measured fixes (faster)")
     add_output_arguments(d, save_alias=True)
 
 
@@ -125,7 +134,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.report.terminal.diagnose import render_diagnosis
 
     builder, options = checked_target(args, "diagnose")
-    asked = dict(ram_budget_bytes=args.ram_budget_mb * 2**20 if args.ram_budget_mb else None, thorough=args.thorough)
+    asked = dict(ram_budget_bytes=args.ram_budget_mb * 2**20 if args.ram_budget_mb else None, thorough=args.thorough,
+                 quick=args.quick)
     diagnosis = with_progress(args, err, lambda p: api.diagnose(builder, options=replace(options, progress=p), **asked))
     diagnosis = quote_scale_command(diagnosis, scale_command(args))
     # Files first: on an interrupted run they are what the user keeps.

@@ -152,7 +152,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if not args.quiet:
         err.print(f"[dim]… comparing the patched builder with the original (up to {args.max_seconds:g} s)[/dim]")
     # A and B are built by prove() (the original and the patched builder): the step options are compare's
-    compare_kwargs = dict(options=replace(options, builder_kwargs=None, batch_size=None, batched=False),
+    compare_kwargs = dict(options=replace(options, builder_kwargs=None, batch_size=None, batched=True),
                           plan=ComparePlan(looks=LookPlan(), max_seconds=args.max_seconds),
                           label_a=f"{path}:{function}", label_b=f"{path}:{function} (patched)")
     measured = prove(patch, original, builder_kwargs=builder_kwargs, batch_size=batch_size, batched=batched,

@@ -47,7 +47,7 @@ def register(sub) -> None:
                       help="accelerator counts to plan for (default: 1,8)")
     plan.add_argument("--compute-rate", type=positive_float, metavar="BATCHES_PER_SEC",
                       help="batches/s one accelerator takes (default: the step's free-input rate measured here)")
-    s.add_argument("--json", metavar="FILE", help="write the result as JSON (schema_version 1, kind scale); - for standard output")
+    s.add_argument("--json", metavar="FILE", help="write the result as JSON (schema_version 2, kind scale); - for standard output")
     add_output_arguments(s, json=False, samples_csv=False)
 
 

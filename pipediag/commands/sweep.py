@@ -40,7 +40,7 @@ def register(sub) -> None:
                    help="simulate a GPU with this much memory (JAX memory fraction, TensorFlow logical device, "
                    "PyTorch per-process fraction)")
     s.add_argument("--keep-going", action="store_true", help="also run the sizes above the first that ran out of memory")
-    s.add_argument("--json", metavar="FILE", help="write the sweep as JSON (schema_version 1, kind sweep); - for standard output")
+    s.add_argument("--json", metavar="FILE", help="write the sweep as JSON (schema_version 2, kind sweep); - for standard output")
     add_output_arguments(s, json=False, samples_csv=False)
 
 

@@ -149,7 +149,7 @@ def fill_caches(dataset, clock_ns: Callable[[], int] = time.monotonic_ns) -> tup
 
 
 def prove(patch: Patch, original: Callable[..., Any] | Any, *, builder_kwargs: dict[str, Any] | None = None,
-          batch_size: int | None = None, batched: bool = False, measure: bool = True,
+          batch_size: int | None = None, batched: bool | None = None, measure: bool = True,
           compare_kwargs: dict[str, Any] | None = None) -> Proof:
     """Check the patched builder's stages, then (measure=True) compare it with `original`.
     compare_kwargs: model/step, plan, labels... as `pipediag.compare` takes them."""

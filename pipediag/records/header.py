@@ -9,7 +9,9 @@ from typing import Any
 
 from pipediag._version import __version__
 
-SCHEMA_VERSION = 1
+# 2 (2026-12-02): a diagnosis says where its time went (`phases`); the other kinds are unchanged.
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # a version-1 file reads as it was written (a diagnosis: no phases)
 
 
 def created_now() -> str:

@@ -24,7 +24,9 @@ class RunOptions:
     step_label: str | None = None  # how the report names the model or step (the CLI: its --model/--step)
     builder_kwargs: Mapping[str, Any] | None = None  # passed to the dataset builder
     batch_size: int | None = None  # passed to the builder if it takes it; batches an unbatched dataset
-    batched: bool = False  # the elements are already batches although no batch op is visible
+    # Without a visible batch op: True, the elements are batches; False, single examples (batched with
+    # batch_size); None, read from their shapes (builder.batch_reading)
+    batched: bool | None = None
     batch_format: str = "tf"  # what the step takes: steps.step.BATCH_FORMATS
     max_seconds: float | None = None  # per mode (diagnose, scale, sweep) or the whole comparison (compare)
     sample_hz: float | None = None  # CPU/GPU sampling rate; None: samples.sampler.DEFAULT_HZ

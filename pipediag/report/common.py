@@ -26,6 +26,22 @@ def effect_text(d, change_key: str, effect: str) -> str:
     return effect
 
 
+def time_text(result) -> str:
+    """A diagnosis's wall time, with where it went when its phases were recorded (schema 2)."""
+    from pipediag.records.phases import phases_text
+
+    phases = getattr(result, "phases", ())
+    return phases_text(phases, result.elapsed_s) if phases else f"time: {result.elapsed_s:.1f} s"
+
+
+def unmeasured_fixes_text(result) -> str | None:
+    """Why the Fixes panel holds no measured fix by design (--quick), or None."""
+    if result.settings.get("quick"):
+        return ("Fixes not measured (--quick: the verdict and the slow stage only). Run the same command without "
+                "--quick to measure them.")
+    return None
+
+
 def peak_gib(peak) -> str:
     """A peak device memory in GiB; ≤ when it is the process's peak so far (an upper bound), — unknown."""
     if peak is None:

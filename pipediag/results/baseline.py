@@ -10,7 +10,7 @@ from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import OomEdge
 from pipediag.errors import UsageError
 from pipediag.records.environment import Environment
-from pipediag.records.header import SCHEMA_VERSION, created_now, file_header, header_fields
+from pipediag.records.header import READABLE_VERSIONS, SCHEMA_VERSION, created_now, file_header, header_fields
 from pipediag.records.kinds import INTERRUPTED, OK, OUT_OF_MEMORY, SKIPPED, PointStatus, Status, StopReason  # noqa: F401 (re-exported: results.baseline.OK ...)
 from pipediag.records.record import with_tuples
 from pipediag.records.run import ErrorInfo
@@ -104,9 +104,10 @@ class BaselineProfile:
         if d.get("kind") != KIND:
             raise UsageError(f"not a baseline profile (kind {d.get('kind')!r})",
                              "give a file written by 'pipediag baseline --json FILE'")
-        if d.get("schema_version") != SCHEMA_VERSION:
+        if d.get("schema_version") not in READABLE_VERSIONS:
             raise UsageError(f"this profile has schema_version {d.get('schema_version')!r}; this pipediag reads "
-                             f"{SCHEMA_VERSION}", "re-run 'pipediag baseline' with this version of pipediag")
+                             f"{READABLE_VERSIONS[0]} to {SCHEMA_VERSION}",
+                             "re-run 'pipediag baseline' with this version of pipediag")
         return cls(
             **header_fields(d), model=d["model"], model_description=d["model_description"],
             model_reason=d["model_reason"], backend=d["backend"], device=d["device"], parameters=d.get("parameters"),

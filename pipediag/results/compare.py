@@ -1,4 +1,4 @@
-"""The result of `compare`: a frozen object with a JSON round trip (schema_version 1).
+"""The result of `compare`: a frozen object with a JSON round trip (schema_version 2, reads 1).
 
 Like a Diagnosis it keeps the raw material (every turn's per-step timings, every round's rates,
 the samples) next to what was derived from it (intervals, verdicts, per-side CPU/GPU use), so a
@@ -16,7 +16,7 @@ from pipediag.errors import UsageError
 from pipediag.records.compare import Round, Segment
 from pipediag.records.element import ElementInfo
 from pipediag.records.environment import Environment
-from pipediag.records.header import SCHEMA_VERSION, created_now, file_header, header_fields
+from pipediag.records.header import READABLE_VERSIONS, SCHEMA_VERSION, created_now, file_header, header_fields
 from pipediag.records.kinds import RoundsStop, Status
 from pipediag.records.readings import SampleLog
 from pipediag.records.stage import Stage
@@ -175,7 +175,7 @@ class Comparison:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Comparison:
-        if d.get("schema_version") != SCHEMA_VERSION or d.get("kind") != KIND:
+        if d.get("schema_version") not in READABLE_VERSIONS or d.get("kind") != KIND:
             raise UsageError(
                 f"not a pipediag comparison file of schema_version {SCHEMA_VERSION}",
                 "give a file written by 'pipediag compare --json'",

@@ -1,4 +1,5 @@
-"""The result of a diagnosis: a frozen object with a JSON round trip (schema_version 1).
+"""The result of a diagnosis: a frozen object with a JSON round trip (schema_version 2; a version-1 file,
+written before `phases`, reads with none).
 
 It keeps the raw material (per-step timings, every sample) next to what was derived from it
 (per-mode summaries, verdict, fixes), so a saved run can be re-rendered or compared later.
@@ -21,6 +22,7 @@ from pipediag.records.element import ElementInfo
 from pipediag.records.environment import Environment
 from pipediag.records.files import load_json
 from pipediag.records.header import (  # noqa: F401 (SCHEMA_VERSION, file_header: re-exported)
+    READABLE_VERSIONS,
     SCHEMA_VERSION,
     created_now,
     file_header,
@@ -29,6 +31,7 @@ from pipediag.records.header import (  # noqa: F401 (SCHEMA_VERSION, file_header
     run_header_fields,
 )
 from pipediag.records.kinds import Status
+from pipediag.records.phases import Phase
 from pipediag.records.readings import SampleLog
 from pipediag.records.run import ModeRun
 from pipediag.records.stage import Stage
@@ -66,6 +69,7 @@ class Diagnosis:
     ablation: Ablation | None = None  # what each tuned-mode change gave on its own
     handover: Handover | None = None  # one already-produced batch handed to the step: get_next, conversion, copy
     stall: StallInfo | None = None  # status "stalled": where, and the stage when it could be found
+    phases: tuple[Phase, ...] = ()  # where elapsed_s went (records.phases); () in files before schema 2
     # status "failed": the user's error, for the command line to show with its traceback. Not in
     # the JSON (the notes say which mode failed and how); None after a round trip.
     error: Exception | None = field(default=None, compare=False, repr=False)
@@ -114,15 +118,17 @@ class Diagnosis:
             "tried": [c.to_dict() for c in self.tried],
             "notes": list(self.notes),
             "stall": None if self.stall is None else self.stall.to_dict(),
+            "phases": [p.to_dict() for p in self.phases],
             "samples": self.samples.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Diagnosis:
         version = d.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise UsageError(
-                f"this file has schema_version {version!r}; this pipediag reads {SCHEMA_VERSION}",
+                f"this file has schema_version {version!r}; this pipediag reads {READABLE_VERSIONS[0]} to "
+                f"{SCHEMA_VERSION}",
                 "re-run the diagnosis with this version of pipediag",
             )
         modes, runs = {}, {}
@@ -155,6 +161,7 @@ class Diagnosis:
             ablation=None if tuning.get("ablation") is None else Ablation.from_dict(tuning["ablation"]),
             handover=None if d.get("handover") is None else Handover.from_dict(d["handover"]),
             stall=None if d.get("stall") is None else StallInfo.from_dict(d["stall"]),
+            phases=tuple(Phase.from_dict(p) for p in d.get("phases") or ()),
         )
 
 

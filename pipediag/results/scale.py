@@ -1,4 +1,4 @@
-"""The result of `pipediag scale`: a frozen object with a JSON round trip (schema_version 1).
+"""The result of `pipediag scale`: a frozen object with a JSON round trip (schema_version 2, reads 1).
 
 Like a Diagnosis, it keeps the raw timings next to what was derived from them: the local modes
 (synthetic, local input), the service's own cost (a constant batch through it), each worker
@@ -17,7 +17,7 @@ from pipediag.errors import UsageError
 from pipediag.records.element import ElementInfo
 from pipediag.records.environment import Environment
 from pipediag.records.files import load_json
-from pipediag.records.header import SCHEMA_VERSION, created_now, run_header, run_header_fields
+from pipediag.records.header import READABLE_VERSIONS, SCHEMA_VERSION, created_now, run_header, run_header_fields
 from pipediag.records.kinds import Status
 from pipediag.records.readings import SampleLog
 from pipediag.records.run import ModeRun
@@ -149,9 +149,10 @@ class ScaleResult:
     def from_dict(cls, d: dict[str, Any]) -> ScaleResult:
         if d.get("kind") != KIND:
             raise UsageError("this file is not a pipediag scale result", "pipediag report reads both kinds of file")
-        if d.get("schema_version") != SCHEMA_VERSION:
+        if d.get("schema_version") not in READABLE_VERSIONS:
             raise UsageError(
-                f"this file has schema_version {d.get('schema_version')!r}; this pipediag reads {SCHEMA_VERSION}",
+                f"this file has schema_version {d.get('schema_version')!r}; this pipediag reads "
+                f"{READABLE_VERSIONS[0]} to {SCHEMA_VERSION}",
                 "re-run pipediag scale with this version of pipediag",
             )
         modes, runs = {}, {}

@@ -9,7 +9,7 @@ from pipediag.analysis.gpu import PeakMemory
 from pipediag.analysis.sweep import Knee, OomEdge
 from pipediag.errors import UsageError
 from pipediag.records.environment import Environment
-from pipediag.records.header import SCHEMA_VERSION, created_now, run_header, run_header_fields
+from pipediag.records.header import READABLE_VERSIONS, SCHEMA_VERSION, created_now, run_header, run_header_fields
 from pipediag.records.kinds import INTERRUPTED, OK, OUT_OF_MEMORY, SKIPPED, STALLED, Bottleneck, PointStatus, Status  # noqa: F401 (re-exported: results.sweep.OK ...)
 from pipediag.records.memory import MemoryLimit
 from pipediag.records.record import with_tuples
@@ -98,7 +98,7 @@ class Sweep:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Sweep:
-        if d.get("schema_version") != SCHEMA_VERSION or d.get("kind") != KIND:
+        if d.get("schema_version") not in READABLE_VERSIONS or d.get("kind") != KIND:
             raise UsageError(
                 f"not a sweep file of schema_version {SCHEMA_VERSION} (kind {d.get('kind')!r}, "
                 f"schema_version {d.get('schema_version')!r})",

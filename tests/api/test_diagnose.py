@@ -40,6 +40,19 @@ def test_serial_map_is_input_bound_with_a_measured_parallel_map_fix(quick_rule):
     for name in ("synthetic", "pipeline", "input_only", "tuned"):
         assert d.modes[name].steps >= 10
         assert d.modes[name].gpu_util_pct is None and d.modes[name].gpu_util_reason
+    # Where the time went: every phase that ran, each second booked once.
+    phases = {p.name: p.seconds for p in d.phases}
+    assert {"setup", "first_batch", "warmup", "synthetic", "pipeline", "input_only", "anatomy", "tuning_plan",
+            "control", "tuned", "conclude"} <= set(phases), phases
+    assert sum(phases.values()) <= d.elapsed_s and phases["tuned"] > 0.5 * quick_rule.min_seconds
+
+
+def test_quick_gives_the_verdict_and_slow_stage_without_a_tuned_mode(quick_rule):
+    d = pipediag.diagnose(P.serial_sleep_map, step=P.light_step(), stop_rule=quick_rule, quick=True)
+    assert d.verdict is not None and d.anatomy is not None
+    assert "tuned" not in d.modes and d.ablation is None and d.settings["quick"] is True
+    assert any(n.startswith("--quick") and "without --quick" in n for n in d.notes)
+    assert not {"tuning_plan", "control", "tuned", "ablation"} & {p.name for p in d.phases}
 
 
 def test_heavy_step_on_in_memory_data_runs_the_keras_model_far_slower_than_its_input(quick_rule):
@@ -55,6 +68,11 @@ def test_heavy_step_on_in_memory_data_runs_the_keras_model_far_slower_than_its_i
     assert d.modes["input_only"].batches_per_sec > 5 * d.modes["synthetic"].batches_per_sec, d.modes
     if d.verdict.bottleneck == "compute":
         assert not any(f.kind in ("parallel_map", "prefetch", "cache", "interleave") for f in d.fixes)
+    # A tuned run that could not change the fixes is skipped, and said so (fixes.worth_tuning).
+    skipped = [n for n in d.notes if n.startswith("tuned mode skipped")]
+    assert ("tuned" in d.modes) != bool(skipped), (d.notes, list(d.modes))
+    if d.verdict.bottleneck == "compute" and d.verdict.confidence == "high":
+        assert skipped and not {"control", "tuned", "ablation"} & {p.name for p in d.phases}
 
 
 def test_real_out_of_memory_is_a_memory_verdict_not_a_crash(quick_rule):

@@ -214,3 +214,12 @@ def test_several_gpus_get_their_own_table_and_one_gpu_none():
     back = Diagnosis.from_dict(d.to_dict())
     assert back.modes["pipeline"].gpus == d.modes["pipeline"].gpus
     assert back.samples.gpu_selection == "GPUs 0, 1 (CUDA_VISIBLE_DEVICES)"
+
+
+def test_the_header_says_where_the_time_went_and_quick_says_fixes_were_not_measured():
+    from pipediag.records.phases import Phase
+
+    d = replace(diagnosis(verdict=VERDICT), phases=(Phase("synthetic", 4.0), Phase("tuned", 10.0)))
+    page = render_html(replace(d, settings={**d.settings, "quick": True}))
+    assert "21.5 s — synthetic 4.0, tuned 10.0, other 7.5" in page
+    assert 'id="fixes-unmeasured"' in page and "without --quick" in page

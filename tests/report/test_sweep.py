@@ -53,7 +53,7 @@ def test_sweep_report_rows_knee_and_edge():
 def test_sweep_json_round_trip():
     s = a_sweep()
     data = json.loads(json.dumps(s.to_dict(), allow_nan=False))
-    assert data["kind"] == "sweep" and data["schema_version"] == 1
+    assert data["kind"] == "sweep" and data["schema_version"] == 2
     assert Sweep.from_dict(data) == s
     with pytest.raises(UsageError, match="not a sweep file"):
         Sweep.from_dict({**data, "kind": None})

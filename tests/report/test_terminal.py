@@ -194,3 +194,23 @@ def test_several_gpus_get_a_row_each_under_their_mode():
 def test_one_gpu_has_no_gpu_column():
     out = text(render_diagnosis(gpu_diagnosis()), width=120)
     assert "│gpu" not in out and "CUDA_VISIBLE_DEVICES" not in out
+
+
+def test_the_time_line_says_where_the_time_went():
+    from dataclasses import replace
+
+    from pipediag.records.phases import Phase
+
+    d = replace(diagnosis(verdict=VERDICT), phases=(Phase("first_batch", 0.3), Phase("synthetic", 4.0),
+                                                    Phase("pipeline", 4.1), Phase("anatomy", 6.0)))
+    out = text(render_diagnosis(d), width=120)
+    assert "time: 21.5 s — first batch 0.3, synthetic 4.0, pipeline 4.1, anatomy 6.0, other 7.1" in out
+    assert "time: 21.5 s\n" in text(render_diagnosis(diagnosis(verdict=VERDICT)))  # a file without phases
+
+
+def test_quick_says_the_fixes_were_not_measured_and_how_to_get_them():
+    from dataclasses import replace
+
+    d = diagnosis(verdict=VERDICT)
+    out = text(render_diagnosis(replace(d, settings={**d.settings, "quick": True})), width=200)
+    assert "Fixes not measured (--quick" in out and "without --quick" in out and "No fix recommended" not in out

@@ -24,7 +24,7 @@ def test_round_trip_is_exact(tmp_path):
 
 def test_json_has_the_documented_contract():
     data = comparison(fail_if_slower=0.05).to_dict()
-    assert data["schema_version"] == 1 and data["kind"] == "comparison"
+    assert data["schema_version"] == 2 and data["kind"] == "comparison"
     main = data["comparison"]
     assert set(main) >= {"ratio", "ci_low", "ci_high", "verdict", "rounds", "percent_change", "effect_dz",
                          "confidence", "fail_if_slower", "regression", "stop_reason", "unit"}

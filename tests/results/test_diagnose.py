@@ -1,10 +1,12 @@
 import json
+from dataclasses import replace
 
 import pytest
 
 from pipediag.errors import UsageError
 from pipediag.records.files import write_json
 from pipediag.records.header import SCHEMA_VERSION
+from pipediag.records.phases import Phase
 from pipediag.results.diagnose import Diagnosis, read_json
 from tests.report.test_terminal import FIX, VERDICT
 from tests.summaries import diagnosis
@@ -21,7 +23,7 @@ def test_round_trip_is_exact(tmp_path):
 
 def test_json_has_the_documented_contract(tmp_path):
     data = diagnosis(verdict=VERDICT, fixes=[FIX]).to_dict()
-    assert data["schema_version"] == SCHEMA_VERSION == 1
+    assert data["schema_version"] == SCHEMA_VERSION == 2
     assert data["pipediag_version"] and data["environment"]["cpu_logical"] == 2
     for name in ("synthetic", "pipeline", "input_only", "tuned"):
         mode = data["modes"][name]
@@ -47,6 +49,15 @@ def test_failed_write_keeps_the_old_file(tmp_path):
         write_json({"a": float("nan")}, str(path))
     assert json.loads(path.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
+def test_phases_round_trip_and_a_version_1_file_reads_without_them():
+    d = replace(diagnosis(verdict=VERDICT), phases=(Phase("first_batch", 0.3), Phase("synthetic", 4.0)))
+    data = d.to_dict()
+    assert data["phases"] == [{"name": "first_batch", "seconds": 0.3}, {"name": "synthetic", "seconds": 4.0}]
+    assert Diagnosis.from_dict(data) == d
+    old = {k: v for k, v in data.items() if k != "phases"} | {"schema_version": 1}
+    assert Diagnosis.from_dict(old).phases == ()
 
 
 def test_other_schema_versions_are_refused(tmp_path):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pipediag.analysis.gpu import job_gpus
-from pipediag.report.common import effect_text
+from pipediag.report.common import effect_text, time_text, unmeasured_fixes_text
 from pipediag.report.html import charts
 from pipediag.report.html.parts import (
     environment_facts,
@@ -51,7 +51,7 @@ def header_section(d: Diagnosis) -> str:
         facts.append(("length", f"{d.cardinality} batches" if isinstance(d.cardinality, int) else str(d.cardinality)))
     if d.first_batch_ms is not None:
         facts.append(("first batch", f"{d.first_batch_ms:.0f} ms"))
-    facts.append(("took", f"{d.elapsed_s:.1f} s, {d.created_at}"))
+    facts.append(("took", f"{time_text(d).removeprefix('time: ')}; {d.created_at}"))
     rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
     parts.append(f'<dl class="facts">{rows}</dl>')
     return "\n".join(parts)
@@ -296,7 +296,10 @@ def ablation_section(d: Diagnosis) -> str | None:
 
 def fixes_section(d: Diagnosis) -> str:
     parts = ['<h2>Fixes</h2><div id="fixes">']
-    if not d.fixes:
+    unmeasured = unmeasured_fixes_text(d)
+    if unmeasured:
+        parts.append(f'<p class="note" id="fixes-unmeasured">{escape(unmeasured)}</p>')
+    if not d.fixes and not unmeasured:
         parts.append('<p class="muted">No fix recommended: no change pipediag could measure or justify would help.</p>')
     for i, fix in enumerate(d.fixes, 1):
         speed = ""

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipediag.analysis.gpu import METRIC_LABELS, job_gpus, metrics_seen
-from pipediag.report.common import effect_text, num, run_lines, title
+from pipediag.report.common import effect_text, num, run_lines, time_text, title, unmeasured_fixes_text
 from pipediag.report.terminal.env import limits_rows
 from pipediag.results.diagnose import MODE_NAMES, Diagnosis
 
@@ -39,8 +39,9 @@ def header(d: Diagnosis) -> RenderableType:
         facts.append(f"length: {d.cardinality} batches" if isinstance(d.cardinality, int) else f"length: {d.cardinality}")
     if d.first_batch_ms is not None:
         facts.append(f"first batch: {d.first_batch_ms:.0f} ms")
-    facts.append(f"diagnosis took {d.elapsed_s:.1f} s")
-    lines.append("  ·  ".join(facts), style="dim")
+    if facts:
+        lines.append("  ·  ".join(facts) + "\n", style="dim")
+    lines.append(time_text(d), style="dim")
     return lines
 
 
@@ -287,7 +288,10 @@ def verdict_panel(d: Diagnosis) -> RenderableType:
 
 def fixes_view(d: Diagnosis) -> RenderableType:
     parts: list[RenderableType] = []
-    if not d.fixes:
+    unmeasured = unmeasured_fixes_text(d)
+    if unmeasured:
+        parts.append(Text(unmeasured, style="yellow"))
+    if not d.fixes and not unmeasured:
         parts.append(Text("No fix recommended: no change pipediag could measure or justify would help.", style="dim"))
     for i, fix in enumerate(d.fixes, 1):
         parts.append(Text(f"{i}. {fix.title}", style="bold"))

@@ -44,11 +44,14 @@ def prepare_dataset(
     phase: Callable[[str], None] = lambda text: None,
     who: str = "the dataset",
     guard: Callable[..., Any] | None = None,
+    watch: Callable[[PipelineGraph | None, Any], Any] | None = None,
 ) -> PreparedDataset:
     """`min_batches`: fewer batches than this in a finite dataset is said in a note (it is
     repeated, like an epoch loop, by the feed). `who` names the dataset in notes. `guard`
     (`Watchdog.call`): the first batch is taken under its deadline; a `Stalled` it raises carries
-    `.graph` and `.dataset`, so the caller can look for the stage that stalls."""
+    `.graph` and `.dataset`, so the caller can look for the stage that stalls. `watch(graph,
+    dataset)`: the watchdog's `Meanwhile` while the first batch is awaited (modes.probe's
+    FirstBatchWatch: it says early where the batch waits)."""
     phase("building the dataset")
     kwargs = dict(builder_kwargs)
     builder_took_batch_size = False
@@ -92,17 +95,23 @@ def prepare_dataset(
         )
 
     phase("taking the first batch")
-    if guard is None:
-        first = take_first_batch(dataset, clock_ns)
-    else:
-        from pipediag.records.stall import Stalled
-
-        try:
-            first = guard(lambda: take_first_batch(dataset, clock_ns), f"taking {who}'s first batch")
-        except Stalled as stall:
-            stall.graph, stall.dataset = graph, dataset
-            raise
+    first = _first_batch(dataset, graph, who, clock_ns, guard, watch)
     return PreparedDataset(
         dataset=dataset, graph=graph, stages=tuple(stages), cardinality=n, first_batch=first.batch,
         first_batch_ns=first.elapsed_ns, element=describe(dataset.element_spec, first.batch), notes=notes,
     )
+
+
+def _first_batch(dataset, graph: PipelineGraph | None, who: str, clock_ns: Callable[[], int],
+                 guard: Callable[..., Any] | None, watch: Callable[[PipelineGraph | None, Any], Any] | None):
+    """The first batch, timed: under `guard`'s deadline when given, `watch` looking on."""
+    if guard is None:
+        return take_first_batch(dataset, clock_ns)
+    from pipediag.records.stall import Stalled
+
+    try:
+        meanwhile = None if watch is None else watch(graph, dataset)
+        return guard(lambda: take_first_batch(dataset, clock_ns), f"taking {who}'s first batch", meanwhile=meanwhile)
+    except Stalled as stall:
+        stall.graph, stall.dataset = graph, dataset
+        raise

@@ -230,7 +230,8 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
         prepared[name] = prepare_dataset(
             builder, kwargs, batch_size, batched, min_batches, clock_ns=clock_ns, who=f"{name}'s dataset",
             guard=watchdog.call, watch=lambda graph, dataset: FirstBatchWatch(  # says early where the batch waits
-                graph, dataset.options(), phase=progress.phase, fixed=watchdog.timeout_s is not None))
+                graph, dataset.options(), phase=progress.phase, note=getattr(progress, "note", None),
+                fixed=watchdog.timeout_s is not None))
         notes.extend(prepared[name].notes)
 
     progress.phase("building the step")

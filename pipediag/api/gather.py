@@ -328,7 +328,7 @@ class Gathering:
         from pipediag.modes.probe import FirstBatchWatch
 
         self.watch = FirstBatchWatch(graph, dataset.options(), phase=self.progress.phase,
-                                     fixed=self.watchdog.timeout_s is not None)
+                                     note=getattr(self.progress, "note", None), fixed=self.watchdog.timeout_s is not None)
         return self.watch
 
     def stalled(self, mode: str, stall: Stalled, steps: int = 0, reads_pipeline: bool = True) -> RunStalled:

@@ -156,13 +156,15 @@ def _short(error: BaseException) -> str:
 
 class FirstBatchWatch:
     """The first batch's `Meanwhile`: say early where it waits (see the module docstring).
-    `fixed`: the deadline is the user's --stall-timeout, kept as given; `graph` None: the
-    pipeline's graph could not be read, so only the wait is said."""
+    `phase`: the progress display's phase (a short label with a clock); `note`: a line said once,
+    in full (default: `phase`). `fixed`: the deadline is the user's --stall-timeout, kept as given;
+    `graph` None: the pipeline's graph could not be read, so only the wait is said."""
 
     def __init__(self, graph: PipelineGraph | None, options, *, phase: Callable[[str], None], fixed: bool,
-                 early_s: float = EARLY_S, first_s: float = FIRST_ELEMENT_S, window_s: float = WINDOW_S,
+                 note: Callable[[str], None] | None = None, early_s: float = EARLY_S,
+                 first_s: float = FIRST_ELEMENT_S, window_s: float = WINDOW_S,
                  clock: Callable[[], float] = time.monotonic):
-        self.graph, self.options, self.phase, self.fixed = graph, options, phase, fixed
+        self.graph, self.options, self.phase, self.note, self.fixed = graph, options, phase, note or phase, fixed
         self.early_s, self.first_s, self.window_s, self.clock = early_s, first_s, window_s, clock
         self.readings: tuple[PrefixReading, ...] = ()
         self.probed_after_s: float | None = None  # None until the prefixes were read
@@ -171,24 +173,27 @@ class FirstBatchWatch:
         return min(self.early_s, deadline_s / 4)
 
     def run(self, waited_s: float, deadline_s: float, returned: Callable[[], bool]) -> float:
+        head = f"no first batch after {seconds_text(waited_s)} s"
         if self.graph is None:
-            self.phase(f"no first batch after {seconds_text(waited_s)} s (the pipeline's graph cannot be read, "
-                       f"so its stages cannot be read apart); waiting up to {deadline_s:.0f} s")
+            self.note(f"{head}; the pipeline's graph cannot be read, so its stages cannot be read apart: "
+                      f"waiting up to {deadline_s:.0f} s")
             return deadline_s
-        self.phase(f"no first batch after {seconds_text(waited_s)} s: reading each stage fresh to find where it waits")
+        self.phase("finding where the first batch waits")
         try:
             self.readings = probe_prefixes(self.graph, self.options, first_s=min(self.first_s, deadline_s / 4),
                                            window_s=min(self.window_s, deadline_s / 8), returned=returned,
                                            clock=self.clock)
         except Exception as error:  # noqa: BLE001 - the probe only explains a wait: it never ends the run
-            self.phase(f"no first batch after {seconds_text(waited_s)} s (its stages could not be read: {_short(error)})")
+            self.note(f"{head}; its stages could not be read: {_short(error)}")
             return deadline_s
         self.probed_after_s = waited_s
         if returned():
             return deadline_s
         finding = read(self.readings)
-        self.phase(early_word(finding, waited_s))
-        return keep_waiting_s(finding, waited_s, deadline_s, self.fixed)
+        kept = keep_waiting_s(finding, waited_s, deadline_s, self.fixed)
+        self.note(early_word(finding, waited_s) + f" (waiting up to {kept:.0f} s in all)")
+        self.phase("waiting for the first batch")
+        return kept
 
     @property
     def finding(self) -> Finding | None:

@@ -82,8 +82,11 @@ def test_the_early_word_names_the_stage_while_the_first_batch_is_awaited_and_the
     with pytest.raises(Stalled) as raised:
         prepare_dataset(hanging(never), {}, None, False, 0, phase=said.append, guard=dog.call, watch=watch)
     assert said[0] == "building the dataset" and said[1] == "taking the first batch"
-    assert said[2].startswith("no first batch after ") and said[2].endswith(": reading each stage fresh to find where it waits")
-    assert said[3].endswith(" s: map(hang_read) gives nothing when read fresh; the stages before it yield")
+    assert said[2] == "finding where the first batch waits"
+    assert said[3].startswith("no first batch after ")
+    assert said[3].endswith(" s: map(hang_read) gives nothing when read fresh; the stages before it yield "
+                            "(waiting up to 4 s in all)")
+    assert said[4] == "waiting for the first batch"
     assert watches[0].finding.stage == "map(hang_read)" and watches[0].probed_after_s >= 0.5
     assert raised.value.timeout_s == 4.0  # a true stall keeps its deadline
 
@@ -94,7 +97,7 @@ def test_a_buffer_seen_filling_moves_pipediags_deadline_and_not_the_users():
     said = []
     ours = FirstBatchWatch(graph, ds.options(), phase=said.append, fixed=False, first_s=1.0, window_s=0.4)
     assert ours.run(30.0, 120.0, returned=lambda: False) > 120.0
-    assert said[-1].startswith("no first batch after 30 s: shuffle(100000) is filling its buffer, ~")
+    assert said[-2].startswith("no first batch after 30 s: shuffle(100000) is filling its buffer, ~")
     users = FirstBatchWatch(graph, ds.options(), phase=said.append, fixed=True, first_s=1.0, window_s=0.4)
     assert users.run(30.0, 120.0, returned=lambda: False) == 120.0
     assert users.finding.filling is not None and users.finding.stage is None

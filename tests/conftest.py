@@ -65,6 +65,7 @@ TF_TESTS = (
     "tests/tuner/test_decode_crop_inception.py",
     "tests/modes/test_feeds.py",
     "tests/modes/test_handover.py",
+    "tests/modes/test_probe.py",
     "tests/modes/test_scale.py",
     "tests/tuner/test_rewrite.py",
     "tests/modes/test_waterfall.py",

@@ -143,13 +143,19 @@ def test_a_pipeline_that_stalls_ends_the_run_with_its_stage_named_and_every_file
 
 @pytest.mark.slow
 def test_a_first_batch_that_never_comes_is_a_stall_too(spec, tmp_path):
+    """A quarter into the wait (30 s by default), each stage is read fresh while the first batch is
+    still awaited, and where it waits is said at once; the stall's report names it from those reads."""
     out = tmp_path / "run.json"
-    result = pipediag("diagnose", spec("hang_read"), "--max-seconds", "1", "--stall-timeout", "3", "--json", str(out),
-                      "--quiet")
+    result = pipediag("diagnose", spec("hang_read"), "--max-seconds", "1", "--stall-timeout", "3", "--json", str(out))
     assert result.returncode == 4, result.stderr
+    said = " ".join(result.stderr.split())  # the progress display, its lines unwrapped
+    assert "map(hang_read) gives nothing when read fresh; the stages before it yield" in said, said
     data = json.loads(out.read_text())
     assert data["status"] == "stalled" and data["stall"]["mode"] == "first batch"
     assert data["stall"]["stage"] == "map(hang_read)"
+    probe = data["stall"]["probe"]
+    assert [(r["stage"], r["state"]) for r in probe] == [("RangeDataset", "yields"), ("map(hang_read)", "nothing")]
+    assert data["stall"]["probed_after_s"] < data["stall"]["waited_s"]  # read while the batch was awaited
     assert data["verdict"] is None and data["modes"]["synthetic"] is None  # nothing was measured: nothing guessed
 
 

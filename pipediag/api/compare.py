@@ -220,6 +220,7 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
              progress: CompareProgress, clock_ns, notes: list[str], watchdog: Watchdog):
     from pipediag.builder.prepare import prepare_dataset
     from pipediag.modes.feeds import BatchFeed
+    from pipediag.modes.probe import FirstBatchWatch
     from pipediag.steps.make import make_step
 
     min_batches = plan.warmup_steps + 2
@@ -228,8 +229,11 @@ def _measure(a, b, saved: Diagnosis | None, model, step, a_kwargs, b_kwargs, bat
         if builder is None:
             continue
         progress.phase(f"building {name}: {_label(builder, given, kwargs)}")
-        prepared[name] = prepare_dataset(builder, kwargs, batch_size, batched, min_batches, clock_ns=clock_ns,
-                                         who=f"{name}'s dataset", guard=watchdog.call)
+        prepared[name] = prepare_dataset(
+            builder, kwargs, batch_size, batched, min_batches, clock_ns=clock_ns, who=f"{name}'s dataset",
+            guard=watchdog.call, watch=lambda graph, dataset: FirstBatchWatch(  # says early where the batch waits
+                graph, dataset.options(), phase=progress.phase, note=getattr(progress, "note", None),
+                fixed=watchdog.timeout_s is not None))
         notes.extend(prepared[name].notes)
 
     progress.phase("building the step")

@@ -35,6 +35,9 @@ from pipediag.steps.step import Step
 
 
 class Progress(Protocol):
+    """What a run is doing, for a display. It may also have `note(text)`: a line said once, in full
+    (where a first batch waits, modes.probe); without it, such a line is given to `phase`."""
+
     def phase(self, text: str) -> None: ...
 
     def mode(self, name: str, elapsed_s: float, cap_s: float, steps: int) -> None: ...

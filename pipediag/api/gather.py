@@ -84,6 +84,7 @@ class Gathering:
         self.graph = self.dataset = None
         self.feeds: dict = {}  # kept after their modes for their first batches
         self.hideable: dict[str, int | None] = {}  # the device work a fetch can hide behind, from synthetic mode
+        self.watch = None  # modes.probe.FirstBatchWatch: the prefixes read while the first batch was awaited
 
     def run(self, builder) -> None:
         phase = self.state.phases.phase
@@ -114,7 +115,7 @@ class Gathering:
         try:
             prepared = prepare_dataset(builder, dict(options.builder_kwargs or {}), options.batch_size,
                                        options.batched, rule.warmup_steps + rule.min_steps, clock_ns=self.clock_ns,
-                                       phase=self.progress.phase, guard=self.watchdog.call)
+                                       phase=self.progress.phase, guard=self.watchdog.call, watch=self.first_batch_watch)
         except Stalled as stall:  # the first batch never came
             self.graph, self.dataset = getattr(stall, "graph", None), getattr(stall, "dataset", None)
             raise self.stalled("first batch", stall) from None
@@ -251,8 +252,11 @@ class Gathering:
                           fill_budget_seconds=self.rule.max_seconds,
                           latency_bound=side is not None and classify_cpu(side).kind == "idle",
                           container=self.sampler.container)
-        plan = plan_tuning(self.dataset, facts, input_batches_per_sec=input_side.batches_per_sec,
-                           clock_ns=self.clock_ns)
+        try:
+            plan = plan_tuning(self.dataset, facts, input_batches_per_sec=input_side.batches_per_sec,
+                               clock_ns=self.clock_ns, reads=self.budgeted_read)
+        except Stalled as stall:  # the plan's own reads: a cache's size, the CSV files, a vectorize check
+            raise self.stalled("tuned", stall) from None
         state.candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
         state.tuning = tuple(plan.changes)
         return plan, measured
@@ -276,6 +280,11 @@ class Gathering:
         return True
 
     # -- the parts the steps share -----------------------------------------------------------------
+    def budgeted_read(self, fn, what: str, budget_s: float):
+        """A read with a time budget of its own (the tuning plan's): under the watchdog, its
+        deadline the budget plus the stall deadline, its time not one the deadline fits."""
+        return self.watchdog.call(fn, what, budget_s + self.watchdog.deadline_s(), fits=False)
+
     def reference(self):
         """The batches a tuned variant's output is checked against, and whether they can match."""
         from pipediag.tuner.ablation import Reference
@@ -359,18 +368,35 @@ class Gathering:
                     "restart costs are included"
                 )
 
-    def stalled(self, mode: str, stall: Stalled, steps: int = 0, reads_pipeline: bool = True) -> RunStalled:
-        """The run ends here; for a mode reading the user's pipeline, find the stage that stalls."""
-        from pipediag.modes.waterfall import locate_stall
+    def first_batch_watch(self, graph, dataset):
+        """While the first batch is awaited: say early where it waits (modes.probe), kept for the report."""
+        from pipediag.modes.probe import FirstBatchWatch
 
-        stage = why = None  # a step that did not return: no stage of the pipeline to name
-        if reads_pipeline and not stall.in_step:
-            stage, why = None, "the pipeline's graph could not be read"
-            if self.graph is not None:
-                self.progress.phase("finding the stage that stalls")
-                stage, why = locate_stall(self.graph, self.dataset.options(), self.watchdog, stall.timeout_s)
-        return RunStalled(StallInfo(mode=mode, what=stall.what, waited_s=round(stall.waited_s, 3),
-                                    timeout_s=stall.timeout_s, steps=steps, stage=stage, stage_reason=why))
+        self.watch = FirstBatchWatch(graph, dataset.options(), phase=self.progress.phase,
+                                     note=getattr(self.progress, "note", None), fixed=self.watchdog.timeout_s is not None)
+        return self.watch
+
+    def stalled(self, mode: str, stall: Stalled, steps: int = 0, reads_pipeline: bool = True) -> RunStalled:
+        """The run ends here; for a mode reading the user's pipeline, the stage that stalls: from
+        the prefixes read while the first batch was awaited, or read now with short deadlines."""
+        from pipediag.modes.probe import FIRST_ELEMENT_S, locate
+
+        info = StallInfo(mode=mode, what=stall.what, waited_s=round(stall.waited_s, 3), timeout_s=stall.timeout_s,
+                         steps=steps)  # a step that did not return: no stage of the pipeline to name
+        if not reads_pipeline or stall.in_step:
+            return RunStalled(info)
+        watch = self.watch if mode == "first batch" else None
+        if watch is not None and watch.finding is not None:
+            finding, readings, after = watch.finding, watch.readings, watch.probed_after_s
+        elif self.graph is None:
+            return RunStalled(replace(info, stage_reason="the pipeline's graph could not be read"))
+        else:
+            self.progress.phase("finding the stage that stalls")
+            # A first element within a few seconds, or a few slowest calls: not the whole deadline again.
+            first_s = min(stall.timeout_s, max(FIRST_ELEMENT_S, 2 * (self.watchdog.slowest_s or 0.0)))
+            (finding, readings), after = locate(self.graph, self.dataset.options(), first_s), stall.waited_s
+        return RunStalled(replace(info, stage=finding.stage, stage_reason=finding.reason, probe=readings,
+                                  probed_after_s=round(after, 3)))
 
 
 def edges_on_the_line(state: DiagnoseRun, log) -> list[dict]:

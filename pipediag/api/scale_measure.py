@@ -113,6 +113,7 @@ def prepare(state: ScaleRun, builder, options: RunOptions, progress: Progress, w
     from pipediag.backends.tf import tf
     from pipediag.builder.dataset import cardinality, describe, has_batching, require_dataset, take_first_batch
     from pipediag.builder.graph import GraphError, GraphTooLarge, PipelineGraph
+    from pipediag.modes.probe import FirstBatchWatch
     from pipediag.modes.scale import refuse_python
     from pipediag.steps.keras_step import keras_step
     from pipediag.steps.standin import standin_step
@@ -155,7 +156,9 @@ def prepare(state: ScaleRun, builder, options: RunOptions, progress: Progress, w
     state.cardinality = cardinality(dataset)
 
     progress.phase("taking the first batch")
-    first = watchdog.call(lambda: take_first_batch(dataset, clock_ns), "taking the first batch")
+    watch = FirstBatchWatch(PipelineGraph.from_dataset(dataset), dataset.options(), phase=progress.phase,
+                            fixed=watchdog.timeout_s is not None)  # says early where the first batch waits
+    first = watchdog.call(lambda: take_first_batch(dataset, clock_ns), "taking the first batch", meanwhile=watch)
     state.element = describe(dataset.element_spec, first.batch)
     progress.phase("building the step")
     if model is not None:

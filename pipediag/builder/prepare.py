@@ -71,6 +71,7 @@ def prepare_dataset(
     phase: Callable[[str], None] = lambda text: None,
     who: str = "the dataset",
     guard: Callable[..., Any] | None = None,
+    watch: Callable[[PipelineGraph | None, Any], Any] | None = None,
 ) -> PreparedDataset:
     """`batched`: True, the elements are batches although no batch op is visible; False, they are
     single examples (batched with `batch_size`, else refused); None, read from their shapes
@@ -78,7 +79,8 @@ def prepare_dataset(
     in a finite dataset is said in a note (it is repeated, like an epoch loop, by the feed). `who`
     names the dataset in notes. `guard` (`Watchdog.call`): the first batch is taken under its
     deadline; a `Stalled` it raises carries `.graph` and `.dataset`, so the caller can look for
-    the stage that stalls."""
+    the stage that stalls. `watch(graph, dataset)`: the watchdog's `Meanwhile` while the first
+    batch is awaited (modes.probe's FirstBatchWatch: it says early where the batch waits)."""
     phase("building the dataset")
     dataset, builder_took_batch_size = _build(builder, builder_kwargs, batch_size)
     notes: list[str] = []
@@ -86,15 +88,7 @@ def prepare_dataset(
 
     def take(data) -> FirstBatch:
         phase("taking the first batch")
-        if guard is None:
-            return take_first_batch(data, clock_ns)
-        from pipediag.records.stall import Stalled
-
-        try:
-            return guard(lambda: take_first_batch(data, clock_ns), f"taking {who}'s first batch")
-        except Stalled as stall:
-            stall.graph, stall.dataset = graph, data
-            raise
+        return _first_batch(data, graph, who, clock_ns, guard, watch)
 
     first = None
     if not batching_seen and batched is not True and not builder_took_batch_size:
@@ -166,3 +160,18 @@ def _batches_or_examples(dataset, batch_size: int | None, batched: bool | None, 
     if reading is not None and reading.batches:
         notes[-1] += f"; its elements may be batches already ({reading.why}): pass --batched if they are"
     return dataset.batch(batch_size), None
+
+
+def _first_batch(dataset, graph: PipelineGraph | None, who: str, clock_ns: Callable[[], int],
+                 guard: Callable[..., Any] | None, watch: Callable[[PipelineGraph | None, Any], Any] | None):
+    """The first batch, timed: under `guard`'s deadline when given, `watch` looking on."""
+    if guard is None:
+        return take_first_batch(dataset, clock_ns)
+    from pipediag.records.stall import Stalled
+
+    try:
+        meanwhile = None if watch is None else watch(graph, dataset)
+        return guard(lambda: take_first_batch(dataset, clock_ns), f"taking {who}'s first batch", meanwhile=meanwhile)
+    except Stalled as stall:
+        stall.graph, stall.dataset = graph, dataset
+        raise

@@ -308,6 +308,10 @@ class RichProgress:
         if not text.endswith(" mode"):  # modes get their own bar with a known total
             self._phase = self.bars.add_task(text, total=None, steps="")
 
+    def note(self, text: str) -> None:
+        """A line said once, in full, above the bars (where a first batch waits)."""
+        self.bars.console.print(text, markup=False, highlight=False)
+
     def mode(self, name: str, elapsed_s: float, cap_s: float, steps: int) -> None:
         if name not in self.tasks:
             self._finish_all()

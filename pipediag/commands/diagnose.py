@@ -51,7 +51,8 @@ def add_target_arguments(p: argparse.ArgumentParser, *, batch_size: bool = True,
     p.add_argument("--stall-timeout", type=positive_float, metavar="SECONDS",
                    help="no batch (or a step that does not return) for this long ends the run as stalled: the "
                    "modes measured before are kept and written, exit code 4 (default: 10x the slowest batch seen, "
-                   "at least 60 s; 300 s for the first batch)")
+                   "at least 60 s; 120 s for the first batch, longer while a shuffle buffer is seen filling; after 30 s "
+                   "without a first batch, each stage is read fresh and where it waits is said)")
 
 
 def add_gpus_argument(p: argparse.ArgumentParser) -> None:

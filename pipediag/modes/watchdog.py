@@ -10,9 +10,13 @@ return some day, or never) and the next call gets a fresh one.
 
 The deadline, unless the user sets one (`--stall-timeout`), fits the slowest call seen so far:
 `SLOWEST_FACTOR` times it, never below `FLOOR_S`. Before any call has returned (the first batch,
-which fills shuffle buffers and opens files) it is `FIRST_CALL_S`. A stall is a fact about the
-process, not one run: `stuck_threads()` counts the workers still inside a call, so the command
-line can end the process without waiting for them (see `cli.main`).
+which fills shuffle buffers and opens files) it is `FIRST_CALL_S`, two minutes: a first batch
+that has not come by then ends the run as stalled, unless the caller's `Meanwhile` (the first
+batch's watch, modes.probe) has seen a buffer filling and moved the deadline. While a call is
+awaited, a `Meanwhile` runs in the caller's thread once, so what is happening is found and said
+before the deadline. A stall is a fact about the process, not one run: `stuck_threads()` counts
+the workers still inside a call, so the command line can end the process without waiting for
+them (see `cli.main`).
 
 One handoff per call costs tens of microseconds; the runner times fetch and step *inside* the
 worker, so the handoff is not part of any measured step.
@@ -24,13 +28,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from pipediag.records.stall import Stalled
 
 FLOOR_S = 60.0  # no default deadline is shorter: a slow remote read or a GC pause is not a stall
 SLOWEST_FACTOR = 10.0  # a call 10x slower than any before it, and over the floor, is stuck
-FIRST_CALL_S = 300.0  # before anything returned: a first batch may fill a big shuffle buffer
+FIRST_CALL_S = 120.0  # before anything returned: a first batch seen filling a buffer may get longer
 
 _workers: list[_Worker] = []  # every worker started in this process
 _lock = threading.Lock()
@@ -77,6 +81,19 @@ class _Worker(threading.Thread):
                 job.done.release()
 
 
+class Meanwhile(Protocol):
+    """Work for the caller's thread while a guarded call is awaited (modes.probe.FirstBatchWatch)."""
+
+    def at_s(self, deadline_s: float) -> float:
+        """When, into the wait, `run` is called (at or past the deadline: never)."""
+        ...
+
+    def run(self, waited_s: float, deadline_s: float, returned: Callable[[], bool]) -> float:
+        """Called once, `waited_s` into the wait; `returned()` says whether the call has returned
+        since. Returns the deadline (seconds from the start of the wait) to keep waiting to."""
+        ...
+
+
 def stuck_threads() -> int:
     """How many worker threads of this process are still inside a call they were abandoned in."""
     with _lock:
@@ -109,10 +126,13 @@ class Watchdog:
         """A call made elsewhere (the first batch, timed before the watchdog existed) took this long."""
         self.slowest_s = seconds if self.slowest_s is None else max(self.slowest_s, seconds)
 
-    def call(self, fn: Callable[[], Any], what: str, deadline_s: float | None = None) -> Any:
+    def call(self, fn: Callable[[], Any], what: str, deadline_s: float | None = None, *,
+             meanwhile: Meanwhile | None = None, fits: bool = True) -> Any:
         """fn() in the worker; its result, or its exception re-raised here; `Stalled` when it
-        does not return within `deadline_s` (default: `deadline_s()`). A KeyboardInterrupt while
-        waiting abandons the call too, and propagates."""
+        does not return within `deadline_s` (default: `deadline_s()`, which `meanwhile` may move).
+        A KeyboardInterrupt while waiting abandons the call too, and propagates. `fits`: the
+        call's time is one the default deadline fits (a batch, a step); False for a read with a
+        budget of its own (the tuning plan's), which must not stretch the deadline of batches."""
         deadline = self.deadline_s() if deadline_s is None else deadline_s
         worker = self._worker
         if worker is None or not worker.is_alive() or worker.busy:
@@ -125,7 +145,7 @@ class Watchdog:
         start = self.clock()
         worker.submit(job)
         try:
-            finished = job.done.acquire(timeout=deadline)
+            finished, deadline = self._wait(job, deadline, start, meanwhile)
         except BaseException:
             self._worker = None  # still inside the call: the next one gets a fresh worker
             raise
@@ -137,8 +157,19 @@ class Watchdog:
         if job.error is not None:
             error, job.error = job.error, None
             raise error
-        self.seen(waited)
+        if fits:
+            self.seen(waited)
         return job.result
+
+    def _wait(self, job: _Job, deadline: float, start: float, meanwhile: Meanwhile | None) -> tuple[bool, float]:
+        """Whether the job returned in time, and the deadline it was given in the end."""
+        at = deadline if meanwhile is None else meanwhile.at_s(deadline)
+        if at >= deadline:
+            return job.done.acquire(timeout=deadline), deadline
+        if job.done.acquire(timeout=at):
+            return True, deadline
+        deadline = meanwhile.run(self.clock() - start, deadline, lambda: not job.done.locked())
+        return job.done.acquire(timeout=max(0.0, deadline - (self.clock() - start))), deadline
 
 
 def direct(fn: Callable[[], Any], what: str) -> Any:

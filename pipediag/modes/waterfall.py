@@ -159,7 +159,7 @@ def measure_anatomy(
 
     watchdog (modes.watchdog.Watchdog): each chunk of next() calls runs under its deadline; a cut
     that stalls raises `Stalled` (the cuts are timed last stage first, so the caller finds the
-    stage with `locate_stall`)."""
+    stage with `modes.probe.locate`)."""
     started = clock_ns()
     stages = graph.stages()
     plan = timing_plan(stages, batch_size)
@@ -258,40 +258,3 @@ def _stage_guard(watchdog, label: str) -> Callable[[Callable[[], int]], int]:
     if watchdog is None:
         return lambda fn: fn()
     return lambda fn: watchdog.call(fn, f"the anatomy, timing the pipeline up to {label}")
-
-
-PROBE_WINDOW_S = 2.0  # elements read from each prefix while looking for the stage that stalls
-
-
-def locate_stall(graph: PipelineGraph, options, watchdog, deadline_s: float,
-                 window_s: float = PROBE_WINDOW_S) -> tuple[str | None, str | None]:
-    """The stage whose prefix stops yielding: (its label, None), or (None, why not found).
-
-    Each stage's cut (the pipeline up to it) is read from its start, one element at a time under
-    `watchdog` with `deadline_s` per element, for up to `window_s`. The first cut that stalls
-    names the stage that was working: every stage before it still yields. A stall that needs
-    more data than the window reads (the 10,000th element) is not found, and the reason says so.
-    Each stalled probe leaves one more stuck thread; the command line ends the process anyway.
-    """
-    from pipediag.records.stall import Stalled
-
-    for stage in graph.stages():
-        try:
-            cut = graph.cut(stage.node)
-            if options is not None:
-                cut = cut.with_options(options)
-            iterator = iter(cut)
-        except (GraphError, tf.errors.OpError, ValueError, TypeError) as error:
-            return None, f"the pipeline up to {stage.label} could not be rebuilt to find it: {error}"
-        start = time.monotonic()
-        while time.monotonic() - start < window_s:
-            try:
-                watchdog.call(lambda it=iterator: next(it), f"finding the stalled stage ({stage.label})", deadline_s)
-            except Stalled:
-                return stage.label, None
-            except StopIteration:
-                break
-            except Exception:  # noqa: BLE001 - a failing cut is not the stall; the next stage is tried
-                break
-    return None, (f"every stage's prefix yielded for {window_s:g} s when read again: the stall comes later in "
-                  "the data, or depends on something outside the pipeline (a server, a lock)")

@@ -44,3 +44,13 @@ ChangeKind = Literal[
 PointStatus = Literal["ok", "out_of_memory", "skipped", "interrupted", "stalled"]
 OK = "ok"
 SKIPPED = "skipped"
+
+# One prefix of the pipeline read fresh while a batch was awaited (modes.probe): it yields elements,
+# gave nothing before its deadline, gave some then stopped, is a buffer that needs longer to fill
+# than the probe waits, or could not be read.
+ProbeState = Literal["yields", "nothing", "stopped", "filling", "failed"]
+YIELDS: ProbeState = "yields"
+NOTHING: ProbeState = "nothing"
+STOPPED: ProbeState = "stopped"
+FILLING: ProbeState = "filling"
+FAILED_READ: ProbeState = "failed"

@@ -32,7 +32,7 @@ from pipediag.tuner.graph_edits import (
     make_parallel_interleave,
     make_parallel_map,
 )
-from pipediag.tuner.vectorize import check_vectorize, random_draws, vectorize
+from pipediag.tuner.vectorize import VECTORIZE_CHECK_SECONDS, check_vectorize, random_draws, vectorize
 
 _check_vectorize = check_vectorize  # tuned_api.py calls tuning._check_vectorize
 
@@ -119,17 +119,27 @@ def _decode_crop_changes(graph: PipelineGraph, stages: list[Stage]) -> list[Chan
     return changes
 
 
-def _batch_csv_changes(graph: PipelineGraph, stages: list[Stage]) -> list[Change]:
+Reads = Callable[[Callable[[], Any], str, float], Any]  # reads(fn, what, budget_s): fn() under a deadline
+
+
+def _read(reads: Reads | None, fn: Callable[[], Any], what: str, budget_s: float) -> Any:
+    """fn(), a read of the user's pipeline or files with its own time budget: under `reads`
+    (the stall watchdog, with the budget added to its deadline) when given."""
+    return fn() if reads is None else reads(fn, f"tuning: {what}", budget_s)
+
+
+def _batch_csv_changes(graph: PipelineGraph, stages: list[Stage], reads: Reads | None = None) -> list[Change]:
     """CSV parsed row by row before a batch: parse batches of lines instead (batch_csv)."""
-    return [_csv_change(graph, stages, reader, batch, site) for reader, batch, site in batch_csv.find(graph, stages)]
+    return [_csv_change(graph, stages, reader, batch, site, reads) for reader, batch, site in batch_csv.find(graph, stages)]
 
 
 def _csv_change(graph: PipelineGraph, stages: list[Stage], reader: Stage, batch: Stage | None,
-                site: batch_csv.CsvSite | str) -> Change:
+                site: batch_csv.CsvSite | str, reads: Reads | None = None) -> Change:
     if isinstance(site, str):
         return rules.batch_csv_change(reader, batch, site)
     between = [s.label for s in stages if s.node in site.between]
-    scan = csv_scan.scan_quoted_newlines(csv_scan.file_names(graph, site), site.use_quote_delim)
+    scan = _read(reads, lambda: csv_scan.scan_quoted_newlines(csv_scan.file_names(graph, site), site.use_quote_delim),
+                 f"scanning the CSV files {reader.label} reads", 2 * csv_scan.SCAN_SECONDS)
     return rules.batch_csv_change(reader, batch, None, scan, {**site.snippet_details(), "between": between})
 
 
@@ -155,9 +165,13 @@ def plan_tuning(
     *,
     input_batches_per_sec: float | None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
+    reads: Reads | None = None,
 ) -> TuningPlan:
     """Decide the changes for the user's pipeline. Never raises for a pipeline whose graph cannot
-    be read: the plan then holds only a final prefetch, applied through the Python API."""
+    be read: the plan then holds only a final prefetch, applied through the Python API.
+    `reads(fn, what, budget_s)`: runs each of the plan's reads of the pipeline (the cache's size
+    estimate, the CSV scan, the vectorize check) under the stall watchdog, so a read that hangs
+    raises `Stalled` instead of hanging."""
     try:
         graph = PipelineGraph.from_dataset(dataset)
         stages = graph.stages()
@@ -170,7 +184,7 @@ def plan_tuning(
     changes += rules.parallel_map_changes(stages, facts)
     changes += rules.interleave_changes(stages)
     changes += _decode_crop_changes(graph, stages)
-    csv = _batch_csv_changes(graph, stages)
+    csv = _batch_csv_changes(graph, stages, reads)
     changes += csv
     point = cache_rules.cache_point(stages)
     csv_at_point = next((c for c in csv if c.applied and point is not None and c.node == point.stage.node), None)
@@ -180,7 +194,9 @@ def plan_tuning(
     elif point is not None and csv_at_point is not None:
         changes.append(cache_rules.cache_at_csv_reader(point, csv_at_point))
     elif point is not None:
-        estimate = estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, stages, facts, clock_ns)
+        estimate = _read(reads, lambda: estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, stages,
+                                                       facts, clock_ns),
+                         f"estimating the size of a cache after {point.stage.label}", facts.fill_budget_seconds)
         cache = cache_rules.cache_change(point, estimate, facts)
         changes.append(cache)
     chain = [s.node for s in stages]
@@ -188,7 +204,10 @@ def plan_tuning(
     functions = user_functions(dataset)
     draws = random_draws(graph, stages, functions)
     for change in rules.vectorize_changes(stages, rules.cached_upto(stages, point, cache), draws):
-        changes.append(check_vectorize(graph, change, functions) if change.applied else change)
+        if change.applied:
+            change = _read(reads, lambda change=change: check_vectorize(graph, change, functions),
+                           f"checking {change.stage} on whole batches", 3 * VECTORIZE_CHECK_SECONDS)
+        changes.append(change)
     changes.append(rules.prefetch_change(stages, facts))
     changes.append(rules.threading_change(facts))
     return TuningPlan(dataset, graph, stages, facts, changes, functions)

@@ -216,3 +216,43 @@ def test_ctrl_c_gives_a_partial_diagnosis(quick_rule):
 def test_model_and_step_together_is_a_usage_error():
     with pytest.raises(UsageError, match="not both"):
         pipediag.diagnose(P.in_memory, model=P.small_model(), step=P.light_step())
+
+
+def test_a_tuning_read_that_hangs_ends_the_run_as_stalled_with_the_modes_kept(quick_rule):
+    """The plan's vectorize check reads the input of map(scale) fresh; from the tuning phase on,
+    hang_read waits on an Event the test sets only at its end."""
+    import threading
+
+    import tensorflow as tf
+
+    tuning, never = threading.Event(), threading.Event()
+
+    def read(x):
+        if tuning.is_set():
+            never.wait()
+        return x
+
+    def hang_read(x):
+        return tf.py_function(read, [x], tf.int64)
+
+    def scale(x):
+        return tf.ones([4]) * tf.cast(x, tf.float32), x % 4  # (features, label), as light_step takes them
+
+    class ArmsTheHangWhenTuningStarts:
+        def phase(self, text):
+            if text == "tuning the pipeline":
+                tuning.set()
+
+        def mode(self, name, elapsed_s, cap_s, steps):
+            pass
+
+    try:
+        d = pipediag.diagnose(lambda: tf.data.Dataset.range(10**7).map(hang_read).map(scale).batch(8),
+                              step=P.light_step(), modes=("synthetic", "pipeline", "tuned"), stop_rule=quick_rule,
+                              stall_timeout_s=3.0, progress=ArmsTheHangWhenTuningStarts())
+    finally:
+        never.set()
+    assert d.status == "stalled" and d.stall.mode == "tuned"
+    assert d.stall.what == "tuning: checking map(scale) on whole batches"
+    assert d.stall.stage == "map(hang_read)"  # read fresh after the stall: it gives nothing
+    assert d.runs["pipeline"].steps > 0 and "tuned" not in d.runs

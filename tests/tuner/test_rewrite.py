@@ -309,3 +309,33 @@ def test_the_parts_a_draw_does_not_reach_must_equal_and_per_call_draws_stay_refu
     ds = tf.data.Dataset.range(1000).repeat().map(flip).batch(16)
     change = vectorize_change(tune(ds, FACTS, input_batches_per_sec=100).changes)
     assert not change.applied and "one draw per call" in change.reason
+
+
+def test_a_plan_read_that_hangs_raises_stalled_under_the_watchdog():
+    """The vectorize check reads the map's input fresh; here that input hangs from its 10th element."""
+    import threading
+
+    from pipediag.modes.watchdog import Watchdog
+    from pipediag.records.stall import Stalled
+    from pipediag.tuner.rewrite import plan_tuning
+
+    release = threading.Event()
+
+    def read(x):
+        if int(x) >= 10:
+            release.wait()  # a read that hangs until the test ends
+        return x
+
+    ds = tf.data.Dataset.range(1000).map(lambda x: tf.py_function(read, [x], tf.int64)).map(lambda x: x * 2).batch(8)
+    asked = []
+
+    def reads(fn, what, budget_s):
+        asked.append((what, budget_s))
+        return Watchdog().call(fn, what, 1.0, fits=False)  # the test's own short deadline
+
+    try:
+        with pytest.raises(Stalled, match="tuning: checking map"):
+            plan_tuning(ds, FACTS, input_batches_per_sec=100, reads=reads)
+    finally:
+        release.set()
+    assert asked == [("tuning: checking map(<lambda>) on whole batches", 15.0)]

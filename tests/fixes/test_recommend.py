@@ -428,3 +428,11 @@ def test_cores_full_with_nothing_left_to_rewrite_say_how_many_service_workers_wo
     assert "about 4 tf.data service workers like this host (64 cores), 5 at the lower end" in service.basis
     # With a change the tuned mode could still make (and did not measure), the service is not yet the advice.
     assert "tf_data_service" not in [f.kind for f in recommend(v, modes, [PARALLEL], gpu_present=True).fixes]
+
+
+def test_the_new_changes_code_says_what_moves_and_that_the_reduced_decode_is_approximate():
+    moved = catalog.code("cache", "map(decode_and_resize)", repeat_stage="repeat")
+    assert moved.startswith("ds = ds.map(decode_and_resize).cache().repeat()  # instead of .repeat().map(")
+    reduced = catalog.code("decode_reduced", "map(decode_and_resize)", size=[160, 160], approximate=True)
+    assert "reach = tf.minimum(hw[0] // 160, hw[1] // 160)" in reduced and "Approximate" in reduced
+    assert "approximate" in catalog.title("decode_reduced", "map(decode_and_resize)", None, False, None)

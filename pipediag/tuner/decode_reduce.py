@@ -76,6 +76,8 @@ def find_in_stage(graph: PipelineGraph, node: str) -> ResizeSite | str | None:
     """The decode-then-resize in the function a map stage runs; a reason when one is there but cannot
     be rewritten; None when the stage decodes no JPEG it only resizes."""
     for name in graph.node_functions(node):
+        if name not in graph.functions:
+            continue
         found = find_site(graph.functions[name])
         if isinstance(found, ResizeSite):
             return found

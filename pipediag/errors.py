@@ -2,7 +2,8 @@
 
 `UsageError` is a mistake in how pipediag was called (exit code 2). `UserCodeError` wraps an
 exception raised by the user's own code — the dataset builder, the model builder or the step —
-and keeps its traceback with pipediag's own frames trimmed away (exit code 1).
+and keeps its traceback with pipediag's own frames trimmed away (exit code 1). `MeasurementError`
+is the other way round: pipediag's own measuring code failed, and says so.
 """
 
 from __future__ import annotations
@@ -94,6 +95,20 @@ def _called_at(error: BaseException) -> str:
     if not own:
         return ""
     return f" at {os.path.basename(own[-1].filename)}:{own[-1].lineno}"
+
+
+class MeasurementError(PipediagError):
+    """One of pipediag's own measurements failed on code that is pipediag's, not the user's (the
+    hand-over's feed and device copy): a fault in pipediag. The diagnosis goes on without it."""
+
+    def __init__(self, what: str, error: BaseException):
+        self.what = what
+        self.error = error
+        super().__init__(
+            f"pipediag's own {what} raised {type(error).__name__}: {_first_line(error)}",
+            "this is a fault in pipediag, not in your code; the diagnosis goes on without this measurement. "
+            "Please report it with this message",
+        )
 
 
 def _first_line(error: BaseException) -> str:

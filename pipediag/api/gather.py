@@ -10,7 +10,7 @@ from typing import Any
 
 from pipediag import stats
 from pipediag.analysis.modes import input_side_cpu, summarize
-from pipediag.errors import UserCodeError
+from pipediag.errors import MeasurementError, UserCodeError
 from pipediag.modes.runner import longer, run_mode
 from pipediag.modes.watchdog import Watchdog
 from pipediag.records.change import Change
@@ -45,6 +45,7 @@ class DiagnoseRun:
     candidates: list | None = None  # (key, kind, stage) of the changes the tuned mode planned
     tuning_outcome: Any = None  # modes.ablation.TuningOutcome, filled in as the variants run
     handover: Any = None  # analysis.handover.Handover: one already-produced batch handed to the step
+    handover_missing: str | None = None  # why the hand-over could not be timed (pipediag's own failure)
     stall: StallInfo | None = None  # where the run stalled, if it did
     failure: UserCodeError | None = None  # the user's code raised after some modes were measured
     running: str | None = None  # the mode (or phase) running now, to say where a failure happened
@@ -161,15 +162,19 @@ class Gathering:
         return oom
 
     def handover(self) -> None:
-        """Time the hand-over of an already-produced batch (modes/handover.py); a failure is a note."""
+        """Time the hand-over of an already-produced batch (modes/handover.py). It runs only pipediag's
+        code (the batch is made): a failure is pipediag's, kept as a note and as `handover_missing`,
+        which the verdict reads (a wait it could have explained then lowers the confidence)."""
         from pipediag.modes.handover import measure_handover
 
         self.progress.phase("timing the hand-over of a ready batch")
         try:
             self.state.handover = measure_handover(self.first_batch, self.step.info.batch_format,
                                                    observed(self.step).framework, self.rule, clock_ns=self.clock_ns)
-        except UserCodeError as error:
-            self.state.notes.append(f"the hand-over of a ready batch could not be timed: {error}")
+        except MeasurementError as error:
+            self.state.handover_missing = error.message
+            self.state.notes.append(f"the hand-over of a ready batch could not be timed: {error.message} "
+                                    "(a fault in pipediag, not in your step; please report it)")
 
     def anatomy(self) -> None:
         """The pipeline timed after each stage, naming the slow stage; a graph it cannot cut is a note."""

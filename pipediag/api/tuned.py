@@ -108,7 +108,8 @@ def tuned_pipeline(
 
     deterministic, why_random = is_deterministic(
         any(s.is_random for s in prepared.stages), [prepared.first_batch], [take_first_batch(dataset).batch])
-    check = check_outputs([prepared.first_batch], [take_first_batch(built.dataset).batch], deterministic, why_random)
+    check = check_outputs([prepared.first_batch], [take_first_batch(built.dataset).batch], deterministic, why_random,
+                          approximate=any(c.details.get("approximate") for c in applied))
     if check.ok is False:
         raise PipediagError(f"the tuned pipeline was not returned: {check.text}",
                             "re-run the diagnosis; if it happens again, report it (the rewrite changed values)")

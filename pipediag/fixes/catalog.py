@@ -16,6 +16,7 @@ FIX_KINDS = (
     "prefetch", "parallel_map", "interleave", "cache", "vectorize_map", "snapshot", "tf_data_service",
     "mixed_precision", "xla", "batch_size", "memory_growth", "threading", "gradient_accumulation", "allocator",
     "shuffle_buffer", "decode_crop", "steps_per_call", "device_prefetch", "batch_format", "cpu_quota",
+    "decode_reduced",
 )
 
 
@@ -85,6 +86,7 @@ def title(kind: str, stage: str | None, framework: str | None = None, python: bo
         "allocator": "Let JAX use more of the GPU's memory (it reserves 75% by default)",
         "shuffle_buffer": "Shuffle with a smaller buffer, and get the randomness from the file order",
         "decode_crop": f"Decode only the crop window:{where} decodes whole JPEGs, then crops",
+        "decode_reduced": f"Decode JPEGs at a reduced size:{where} decodes whole JPEGs, then shrinks them",
         "steps_per_call": "Run several batches per compiled call: one hand-over for many steps",
         "device_prefetch": "Copy the next batch to the device while the step runs",
         "batch_format": "Hand over fewer, smaller arrays per batch",
@@ -102,6 +104,8 @@ _STAGE_TITLES = {
     "snapshot": lambda s: f"`{s}`'s output does not fit in memory: snapshot() it to disk",
     "shuffle_buffer": lambda s: f"`{s}` holds too much host memory: shuffle the file order, keep a smaller buffer",
     "decode_crop": lambda s: f"`{s}` keeps a crop of whole decoded JPEGs: decode only the crop window",
+    "decode_reduced": lambda s: (f"`{s}` decodes whole JPEGs only to shrink them: decode at a reduced size "
+                                 "(approximate: slightly different pixels)"),
 }
 
 
@@ -255,6 +259,11 @@ def _pipeline_code(kind: str, stage: str | None, fn: str, details: dict[str, Any
             "                      num_parallel_calls=tf.data.AUTOTUNE)\n"
             "# or: tf.data.TFRecordDataset(filenames, num_parallel_reads=tf.data.AUTOTUNE)"
         )
+    if kind == "decode_reduced":
+        return _decode_reduced_code(fn, details)
+    if kind == "cache" and details.get("repeat_stage"):
+        return (f"ds = ds.{stage or 'map(...)'}.cache().repeat()  # instead of .repeat().{stage or 'map(...)'}:\n"
+                "# the data before the repeat is finite, so the map's work is done once; the same elements in order")
     if kind == "cache" and details.get("order_change"):
         return (f"ds = ds.{stage or 'map(...)'}.cache()  # in memory, before the element shuffle\n"
                 f"# {details['order_change']}")
@@ -339,3 +348,17 @@ def _setting_code(kind: str, details: dict[str, Any]) -> str:
             "ds = ds.with_options(options)"
         )
     raise ValueError(f"unknown fix kind {kind!r}")
+
+
+def _decode_reduced_code(fn: str, details: dict[str, Any]) -> str:
+    """decode_jpeg at the largest ratio that still leaves the resize's size, picked from the header."""
+    height, width = details.get("size") or ("H", "W")
+    return (
+        f"# in {fn}: instead of tf.io.decode_jpeg(jpeg, channels=3) before tf.image.resize(image, [{height}, {width}])\n"
+        "hw = tf.image.extract_jpeg_shape(jpeg)  # the header only\n"
+        f"reach = tf.minimum(hw[0] // {height}, hw[1] // {width})  # how many times the resize shrinks it\n"
+        "image = tf.case([(reach >= r, lambda r=r: tf.io.decode_jpeg(jpeg, channels=3, ratio=r)) for r in (8, 4, 2)],\n"
+        "                default=lambda: tf.io.decode_jpeg(jpeg, channels=3), exclusive=False)\n"
+        "# or simply ratio=2 when every image is at least twice the size. Approximate: the decoder's downscale\n"
+        "# averages where a bilinear resize samples, so pixels differ slightly from a full decode and resize"
+    )

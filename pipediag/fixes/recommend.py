@@ -10,8 +10,8 @@ verdict is compute-bound (nothing on the input side to gain): it is withheld wit
 Changes that were applied but gained nothing are not recommended: they are listed as tried. A fix that pipediag could not measure says so in
 `basis`, and is offered only when a measurement points at it (the verdict, the CPU pattern, a
 size estimate).
-tf.data service is offered only when the cores stay full after tuning while the step still waits,
-with the `pipediag scale` command that measures it.
+tf.data service is offered only when the cores stay full while the step waits, after tuning or with
+nothing left to tune, with the workers it would take and the `pipediag scale` command (fixes.service).
 A memory verdict about the pipeline's own shuffle buffers gets a smaller buffer (with file-order
 shuffling for the randomness), and nothing that adds buffers: tuned-mode changes are listed as tried.
 A stage that runs Python for every element (a generator, `tf.py_function`) gets the advice to do that
@@ -28,10 +28,11 @@ from dataclasses import dataclass
 
 from pipediag.analysis.ablation import MIN_GAIN, Ablation
 from pipediag.analysis.buffers import SUGGESTED_BUFFER_SHARE, BufferEstimate, shuffle_buffers
-from pipediag.analysis.modes import ModeSummary, input_side_cpu
+from pipediag.analysis.modes import ModeSummary
 from pipediag.fixes import catalog
-from pipediag.fixes.cpu import busy_text, cores_needed
+from pipediag.fixes.cpu import cores_needed
 from pipediag.fixes.measured import Measured, alone_basis, interval_text, measure_changes, under_contention
+from pipediag.fixes.service import service_basis
 from pipediag.records.change import Change
 from pipediag.records.container import ContainerLimits
 from pipediag.records.kinds import FixKind
@@ -45,8 +46,6 @@ from pipediag.records.verdict import (
 )
 from pipediag.verdict.container import throttled
 from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
-from pipediag.verdict.rules import classify_cpu
-from pipediag.verdict.thresholds import INPUT_WAIT_HIGH
 
 __all__ = ["MIN_GAIN", "Fix", "Recommendation", "recommend"]
 
@@ -110,7 +109,7 @@ def recommend(
         return Recommendation(tuple(_buffer_fixes(verdict, stages)), tuple(m.applied), tuple(m.withheld))
     tried = tuple(m.applied)
     if verdict.bottleneck == "input" or m.measured:
-        fixes, tried = _measured_fixes(verdict, m, changes, modes.get("tuned"), stages, slow_stage, scale_command)
+        fixes, tried = _measured_fixes(verdict, m, changes, modes, stages, slow_stage, scale_command)
     elif verdict.bottleneck == "memory":
         fixes = _memory_fixes(verdict, modes, fw, gpu_present, tf_gpu_without_memory_growth)
     elif verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
@@ -139,7 +138,7 @@ def _buffer_fixes(verdict: Verdict, stages: Sequence[Stage]) -> list[Fix]:
     return fixes
 
 
-def _measured_fixes(verdict: Verdict, m: Measured, changes: list[Change], tuned: ModeSummary | None,
+def _measured_fixes(verdict: Verdict, m: Measured, changes: list[Change], modes: dict[str, ModeSummary | None],
                     stages: Sequence[Stage], slow_stage: str | None,
                     scale_command: str | None) -> tuple[list[Fix], tuple[Change, ...]]:
     """The changes that gained (alone, on top, or all together), the ones offered unmeasured, and for an
@@ -172,7 +171,7 @@ def _measured_fixes(verdict: Verdict, m: Measured, changes: list[Change], tuned:
                               f"that way ({c.reason}); tfds' decoders= does it in your code", **c.details))
     if verdict.bottleneck == "input":
         fixes.extend(_python_fixes(verdict, stages, slow_stage, fixes))
-        service = _service_fix(verdict, tuned, stages, scale_command)
+        service = _service_fix(verdict, modes, changes, stages, scale_command)
         if service is not None:
             fixes.append(service)
     return fixes, tried
@@ -365,28 +364,8 @@ def _jax_allocator_basis(modes: dict[str, ModeSummary | None]) -> str:
     return "not measured: JAX reserves 75% of GPU memory unless told otherwise"
 
 
-def _service_fix(verdict: Verdict, tuned: ModeSummary | None, stages: Sequence[Stage],
-                 scale_command: str | None) -> Fix | None:
-    """tf.data service, only when the host's cores are full even after tuning and the step still
-    waits: then no change on this host can help, and moving preprocessing off it is what is left.
-    It stays unmeasured here (a service on this same saturated host could show its overhead,
-    never its gain); the fix hands over the exact `pipediag scale` command that measures it."""
-    saturated = verdict.cpu_pattern is not None and verdict.cpu_pattern.kind == "saturated"
-    if not saturated or tuned is None or not tuned.measured:
-        return None
-    tuned_wait = tuned.input_wait_frac or 0.0
-    if tuned_wait < INPUT_WAIT_HIGH:
-        return None
-    tuned_side = input_side_cpu(tuned, None)
-    if tuned_side is None or classify_cpu(tuned_side).kind != "saturated":
-        return None
-    basis = (
-        f"not measured: every core was busy while the step waited, and after tuning the step still waited "
-        f"{100 * tuned_wait:.0f}% of the time with the cores still full ({busy_text(tuned_side.cpu)}); "
-        "`pipediag scale` measures the service and how many workers it takes"
-    )
-    python = [s.label for s in stages if s.has_py_function]
-    if python:
-        basis += (f"; first rewrite {', '.join(f'`{p}`' for p in python)} with TensorFlow ops: it calls Python, "
-                  "which service workers cannot run")
-    return _fix("tf_data_service", None, basis, command=scale_command)
+def _service_fix(verdict: Verdict, modes: dict[str, ModeSummary | None], changes: Sequence[Change],
+                 stages: Sequence[Stage], scale_command: str | None) -> Fix | None:
+    """tf.data service, when every core was busy and nothing on this host is left (fixes.service)."""
+    basis = service_basis(verdict, modes, changes, stages)
+    return None if basis is None else _fix("tf_data_service", None, basis, command=scale_command)

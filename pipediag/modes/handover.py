@@ -11,12 +11,16 @@ waited for. What is left out is exactly the pipeline's own work.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from pipediag.analysis.handover import Handover, handover_from_run
 from pipediag.backends.tf import tf
+from pipediag.errors import MeasurementError, UserCodeError
 from pipediag.modes.feeds import BatchFeed, DlpackTensor
 from pipediag.modes.runner import run_mode
 from pipediag.records.kinds import INTERRUPTED
@@ -32,7 +36,55 @@ def repeated_batch(batch: Any):
 
 
 def _leaves(batch: Any) -> list[Any]:
-    return tf.nest.flatten(batch, expand_composites=False)
+    return tf.nest.flatten(batch, expand_composites=True)  # ragged and sparse: their component tensors
+
+
+def host_leaves(batch: Any) -> list[Any]:
+    """The arrays of a batch, in whatever batch format the feed yields, as a device copy takes them:
+    TensorFlow tensors (the `tf` format) as NumPy arrays, which `jax.device_put` and `torch.as_tensor`
+    take (they do not take a `tf.Tensor`: on the H200, "Cannot interpret 'tf.float32' as a data type");
+    DLPack tensors, NumPy arrays and PyTorch tensors as they are. Strings are left out: no device
+    takes them, and a step keeps them on the host."""
+    out = []
+    for x in _leaves(batch):
+        if isinstance(x, tf.Tensor):
+            if x.dtype in (tf.string, tf.variant, tf.resource):
+                continue
+            x = x.numpy()
+        elif isinstance(x, DlpackTensor) and not isinstance(x.tensor, tf.Tensor):
+            out.extend(host_leaves(x.tensor))  # a ragged or sparse tensor: no DLPack, its components
+            continue
+        elif isinstance(x, DlpackTensor) and x.tensor.dtype == tf.string:
+            continue
+        if isinstance(x, np.ndarray) and x.dtype.kind in "OSU":
+            continue
+        out.append(x)
+    return out
+
+
+def jax_copy(jax: Any, device: Any) -> Callable[[Any], Any]:
+    """`jax.device_put` of each batch's arrays to `device`, waited for."""
+
+    def to_jax(batch: Any) -> Any:
+        leaves = [jax.dlpack.from_dlpack(x) if isinstance(x, DlpackTensor) else x for x in host_leaves(batch)]
+        return jax.block_until_ready(jax.device_put(leaves, device))
+
+    return to_jax
+
+
+def torch_copy(torch: Any, device: str) -> Callable[[Any], Any]:
+    """`.to(device)` of each batch's arrays, waited for (torch.cuda.synchronize on a CUDA device)."""
+
+    def to_torch(batch: Any) -> Any:
+        with warnings.catch_warnings():  # the numpy format's arrays are read-only views: only read here
+            warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+            out = [torch.as_tensor(torch.from_dlpack(x) if isinstance(x, DlpackTensor) else x).to(device)
+                   for x in host_leaves(batch)]
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return out
+
+    return to_torch
 
 
 def device_copy(framework: str | None, batch_format: str) -> tuple[Callable[[Any], Any] | None, str]:
@@ -43,32 +95,17 @@ def device_copy(framework: str | None, batch_format: str) -> tuple[Callable[[Any
         device = jax.devices()[0]
         if device.platform == "cpu":
             return None, "JAX runs on the CPU here: there is no device copy"
-
-        def to_jax(batch: Any) -> Any:
-            leaves = [jax.dlpack.from_dlpack(x) if isinstance(x, DlpackTensor) else x for x in _leaves(batch)]
-            return jax.block_until_ready(jax.device_put(leaves, device))
-
-        return to_jax, f"jax.device_put to {device}, waited for"
+        return jax_copy(jax, device), f"jax.device_put to {device}, waited for"
     if framework == "torch" and "torch" in sys.modules:
         torch = sys.modules["torch"]
         if not torch.cuda.is_available():
             return None, "PyTorch has no CUDA device here: there is no device copy"
-
-        def to_torch(batch: Any) -> Any:
-            out = []
-            for x in _leaves(batch):
-                if isinstance(x, DlpackTensor):
-                    x = torch.from_dlpack(x)
-                out.append(torch.as_tensor(x).to("cuda"))
-            torch.cuda.synchronize()
-            return out
-
-        return to_torch, "tensor.to('cuda') and torch.cuda.synchronize()"
+        return torch_copy(torch, "cuda"), "tensor.to('cuda') and torch.cuda.synchronize()"
     if framework == "tensorflow" and batch_format == "tf" and tf.config.list_logical_devices("GPU"):
 
         def to_gpu(batch: Any) -> Any:
             with tf.device("/GPU:0"):
-                out = [tf.identity(x) for x in _leaves(batch)]
+                out = [tf.identity(x) for x in _leaves(batch) if x.dtype not in (tf.string, tf.variant)]
             tf.test.experimental.sync_devices()
             return out
 
@@ -84,6 +121,9 @@ def measure_handover(batch: Any, batch_format: str, framework: str | None, rule:
     short = replace(rule, max_seconds=min(rule.max_seconds, MAX_SECONDS), min_seconds=min(rule.min_seconds, MIN_SECONDS))
     try:
         run = run_mode("handover", feed, copy, short, clock_ns=clock_ns)
+    except UserCodeError as error:
+        # Nothing of the user's runs here: the batch is made, the feed and the copy are pipediag's.
+        raise MeasurementError(f"hand-over timing ({text})", error.error) from error
     finally:
         feed.close()
     if run.stop_reason == INTERRUPTED:

@@ -12,6 +12,8 @@ the builder function's own body. Each change kind becomes one edit:
 - cache: `.cache()` right after the stage's call; for a stage built elsewhere (the last stage of
   `tfds.load(...)` or of a helper), on the dataset that call returns, before the next stage the
   builder writes (`_load().repeat()` -> `_load().cache().repeat()`): the same place in the graph;
+  a cache that takes an epoch repeat's place moves the repeat after it, when both are in one
+  expression (`x.repeat().map(f)` -> `x.map(f).cache().repeat()`), else it is refused;
 - vectorize_map: `.map(f).batch(n)` becomes `.batch(n).map(f, num_parallel_calls=...)`, when both
   calls are in one expression;
 - prefetch: every `return` of the builder ends its dataset with `.prefetch(tf.data.AUTOTUNE)`;
@@ -139,6 +141,9 @@ def _interleave(src: Source, change: Change) -> None:
 
 
 def _cache(src: Source, change: Change) -> None:
+    if change.details.get("repeat_stage"):
+        _cache_past_repeat(src, change)
+        return
     try:
         call = src.find(change.stage)
     except Refused as not_here:
@@ -147,6 +152,28 @@ def _cache(src: Source, change: Change) -> None:
         src.replace[call] = current.with_changes(func=current.func.with_changes(value=_then(current.func.value, "cache")))
         return
     src.replace[call] = _then(src.current(call), "cache")
+
+
+def _cache_past_repeat(src: Source, change: Change) -> None:
+    """`x.repeat(n).map(f)` -> `x.map(f).cache().repeat(n)`: the repeat leaves its place and follows
+    the cache, with its own arguments. Only within one expression, the stages between them all calls
+    on the repeat's result; a repeat in another statement (`ds = ds.repeat()`) could be seen by other
+    code in between, so that is refused."""
+    call = src.find(change.stage)
+    repeat = src.find(change.details["repeat_stage"])
+    node = call
+    while node is not repeat:
+        receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+        if not isinstance(receiver, cst.Call):
+            raise Refused(f"`{change.details['repeat_stage']}` and `{change.stage}` are not one expression "
+                          "(`.repeat().map(f)`): moving the repeat across statements could change what other "
+                          "code sees; move it after the cache by hand")
+        node = receiver
+    if repeat in src.replace or not isinstance(repeat.func, cst.Attribute):
+        raise Refused(f"`{change.details['repeat_stage']}` is edited by another change already")
+    src.replace[repeat] = repeat.func.value  # x.repeat(n) -> x
+    cached = _then(src.current(call), "cache")
+    src.replace[call] = cst.Call(func=cst.Attribute(value=cached, attr=cst.Name("repeat")), args=repeat.args)
 
 
 def _next_call_on_outside_dataset(src: Source, label: str | None, not_here: Refused) -> cst.Call:
@@ -320,6 +347,10 @@ def _edit(src: Source, change: Change, snapshot_path: str | None) -> None:
         raise Refused("the CSV is parsed inside TensorFlow (make_csv_dataset or CsvDataset): the tuned mode "
                       "reads lines instead and adds decode_csv after the batch in the graph; rewriting the "
                       "source that way is not an edit pipediag can check, so apply the snippet")
+    if change.kind == "decode_reduced":
+        raise Refused("the decode is in the function the map runs, and the reduced decode picks its ratio per image "
+                      "from the JPEG's header (a tf.case): apply the snippet in that function, or decline it, since "
+                      "it changes pixels slightly")
     editor = _EDITORS.get(change.kind)
     if editor is None:
         raise Refused(f"{change.kind} has no source edit")

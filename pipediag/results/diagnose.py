@@ -68,6 +68,7 @@ class Diagnosis:
     anatomy: Anatomy | None = None  # the rate after each stage, and the slow stage
     ablation: Ablation | None = None  # what each tuned-mode change gave on its own
     handover: Handover | None = None  # one already-produced batch handed to the step: get_next, conversion, copy
+    handover_missing: str | None = None  # why the hand-over could not be timed (pipediag's own measurement failed)
     stall: StallInfo | None = None  # status "stalled": where, and the stage when it could be found
     phases: tuple[Phase, ...] = ()  # where elapsed_s went (records.phases); () in files before schema 2
     # status "failed": the user's error, for the command line to show with its traceback. Not in
@@ -106,6 +107,7 @@ class Diagnosis:
             },
             "modes": modes,
             "handover": None if self.handover is None else self.handover.to_dict(),
+            "handover_missing": self.handover_missing,
             "anatomy": None if self.anatomy is None else self.anatomy.to_dict(),
             "tuning": {
                 "changes": [c.to_dict() for c in self.tuning],
@@ -160,6 +162,7 @@ class Diagnosis:
             anatomy=None if d.get("anatomy") is None else Anatomy.from_dict(d["anatomy"]),
             ablation=None if tuning.get("ablation") is None else Ablation.from_dict(tuning["ablation"]),
             handover=None if d.get("handover") is None else Handover.from_dict(d["handover"]),
+            handover_missing=d.get("handover_missing"),
             stall=None if d.get("stall") is None else StallInfo.from_dict(d["stall"]),
             phases=tuple(Phase.from_dict(p) for p in d.get("phases") or ()),
         )

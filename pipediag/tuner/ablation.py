@@ -56,8 +56,8 @@ class Reference:
     deterministic: bool
     why_random: str | None = None
 
-    def check(self, batches: list) -> OutputCheck:
-        return check_outputs(self.batches, batches, self.deterministic, self.why_random)
+    def check(self, batches: list, approximate: bool = False) -> OutputCheck:
+        return check_outputs(self.batches, batches, self.deterministic, self.why_random, approximate)
 
 
 @dataclass
@@ -127,7 +127,7 @@ def tune_with_ablation(
             return None
         applied = tuple(k for k in keys_ if k not in skipped)
         run, firsts = run_variant(run_name, tuned.dataset, run_rule)
-        check = reference.check(firsts)
+        check = reference.check(firsts, any(by_key[k].details.get("approximate") for k in applied if k in by_key))
         fill_ns, changes = tuned.cache_fill_ns, tuned.changes
         out.variants.append(_variant(name, role, applied, run, summarize(run), check, fill_ns))
         del tuned  # release the variant's pipeline (and its cache) before the next one is built

@@ -42,6 +42,25 @@ def _deepest(stages: list[Stage]) -> tuple[Stage | None, Stage | None, Stage | N
     return point, after, existing, None
 
 
+# Stages an epoch repeat may move past: one element in, at most one out, the same every epoch.
+# `repeat().map(f)` and `map(f).repeat()` yield the same elements when f is deterministic; a batch,
+# take or skip would draw its boundaries across epochs differently, so the move stops there.
+_PAST_REPEAT = ("map", "parallel_map", "filter")
+
+
+def _past_repeat(stages: list[Stage], repeat: Stage) -> Stage | None:
+    """The deepest stage after `repeat` it may move past (deterministic maps and filters, prefetch and
+    options between them), or None: then `repeat().map(f)` may become `map(f).cache().repeat()`."""
+    point = None
+    for s in stages:
+        if s.index <= repeat.index or s.kind in ("prefetch", "options"):
+            continue
+        if s.kind not in _PAST_REPEAT or _ends_determinism(s):
+            break
+        point = s
+    return point
+
+
 def _in_memory(stages: list[Stage], point: Stage | None) -> bool:
     """Nothing up to `point` but tensors in memory, regrouped or put in a fixed order."""
     return point is None or in_memory_upto([s for s in stages if not s.fixed_order], point.index)
@@ -59,8 +78,18 @@ def cache_point(stages: list[Stage]) -> CachePoint | None:
     shuffled every epoch, then read and decoded), the search goes on past that shuffle, but only
     when the stage that ends it is a second, reshuffling shuffle over the elements: the cache then
     replays the first epoch's file order and that element shuffle keeps every epoch random (what
-    changes is said in the change). None when nothing fits."""
+    changes is said in the change).
+
+    Where the search ends at an epoch repeat with deterministic maps right after it (`from_tensor_slices(jpegs)
+    .repeat().map(decode).batch(n)`, issue 25), the cache goes after those maps and the repeat moves
+    right after the cache (`map(decode).cache().repeat()`): the same elements in the same order,
+    decoded once. Whether the data before the repeat is finite and fits is the estimate's to say.
+    None when nothing fits."""
     point, after, existing, stop = _deepest(stages)
+    if stop is not None and stop.kind == "repeat":
+        moved = _past_repeat(stages, stop)
+        if moved is not None:
+            return CachePoint(moved, moved.node, existing, repeat=stop)
     if _in_memory(stages, point) and stop is not None and reshuffles(stop):
         rest = [s for s in stages if s.index > stop.index]
         p2, after2, existing2, stop2 = _deepest(rest)
@@ -116,6 +145,10 @@ def in_memory_upto(stages: list[Stage], index: int) -> bool:
 
 def cache_change(point: CachePoint, estimate: CacheEstimate, facts: TuningFacts) -> Change:
     description = f"cache() after {point.stage.label} (the last deterministic stage), in memory"
+    if point.repeat is not None:
+        description += (f", with the {point.repeat.label} before it moved right after the cache "
+                        f"(`.repeat()` after `.cache()`): the data before it is finite, so each element is "
+                        "made once instead of every epoch; the same elements in the same order")
     if point.existing is not None and not point.already_cached:
         description += f"; the pipeline's own {point.existing.label} comes earlier, so the stages after it run every epoch"
     order = order_change(point, estimate.elements)
@@ -133,6 +166,7 @@ def cache_change(point: CachePoint, estimate: CacheEstimate, facts: TuningFacts)
             "estimated_fill_seconds": estimate.fill_seconds,
             "elements_from": "one counting pass" if estimate.counted else "cardinality",
             **({"order_change": order} if order is not None else {}),
+            **({"repeat_node": point.repeat.node, "repeat_stage": point.repeat.label} if point.repeat else {}),
         },
     )
     if estimate.elements is None:

@@ -19,6 +19,9 @@ from pipediag.modes.feeds import same_structure
 
 RTOL = 1e-5  # float results of a batched kernel may differ in the last bits from per-element ones
 ATOL = 1e-6
+# An approximate change (a JPEG decoded at a reduced size, tuner.decode_reduce) gives nearly the same
+# image: each float output's mean |difference| must stay within this share of the original's value range.
+APPROX_MEAN_REL = 0.03
 
 
 @dataclass(frozen=True)
@@ -99,11 +102,49 @@ def is_deterministic(has_random_stage: bool, first: list, second: list | None) -
     return True, None
 
 
-def check_outputs(reference: list, candidate: list, deterministic: bool, why_random: str | None = None) -> OutputCheck:
-    """Compare a rewritten pipeline's first batches with the original's."""
+def compare_close(expected: list, got: list) -> str | None:
+    """For an approximate change: the same structure, shapes and dtypes, non-float values equal, and
+    every float output's mean |difference| within APPROX_MEAN_REL of its value range; the text, or None."""
+    if not expected or len(expected) != len(got):
+        return None
+    worst_mean = worst_max = 0.0
+    for a, b in zip(expected, got):
+        if not same_structure(a, b):
+            return None
+        for x, y in zip(tf.nest.flatten(a, expand_composites=True), tf.nest.flatten(b, expand_composites=True)):
+            if getattr(x, "dtype", None) == tf.variant:
+                continue
+            x, y = np.asarray(x), np.asarray(y)
+            if x.shape != y.shape or x.dtype != y.dtype:
+                return None
+            if x.dtype.kind not in "fc":
+                if not np.array_equal(x, y):
+                    return None
+                continue
+            span = float(np.ptp(x)) if x.size else 0.0
+            diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
+            if diff.size and span > 0:
+                worst_mean, worst_max = max(worst_mean, float(diff.mean()) / span), max(worst_max, float(diff.max()) / span)
+            elif diff.size and diff.max() > 0:
+                return None
+    if worst_mean > APPROX_MEAN_REL:
+        return None
+    return (f"close, as an approximate change allows: mean |difference| {100 * worst_mean:.2f}% of the value range "
+            f"(at most {100 * APPROX_MEAN_REL:g}%), largest {100 * worst_max:.0f}%")
+
+
+def check_outputs(reference: list, candidate: list, deterministic: bool, why_random: str | None = None,
+                  approximate: bool = False) -> OutputCheck:
+    """Compare a rewritten pipeline's first batches with the original's; `approximate`: a change
+    it holds gives nearly the same values by design (compare_close)."""
     n = min(len(reference), len(candidate))
     if n == 0:
         return OutputCheck(None, "not checked: no batches to compare")
+    if deterministic and approximate:
+        verdict = compare_values(reference[:n], candidate[:n]) or compare_close(reference[:n], candidate[:n])
+        if verdict is None:
+            return OutputCheck(False, f"its first {n} batch(es) are NOT CLOSE to the original's")
+        return OutputCheck(True, f"checked: first {n} batch(es) against the original's: {verdict}")
     if deterministic:
         verdict = compare_values(reference[:n], candidate[:n])
         if verdict is None:

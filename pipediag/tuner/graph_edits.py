@@ -1,5 +1,5 @@
 """The tuned pipeline's edits of one stage's node: a parallel map, a parallel interleave, files read by an
-interleave instead of one after another."""
+interleave instead of one after another, an epoch repeat taken out (to go back in after a cache)."""
 
 from __future__ import annotations
 
@@ -71,3 +71,23 @@ def file_interleave(graph: PipelineGraph, stage: Stage, cores: int) -> Callable[
         )
 
     return transform
+
+
+def repeat_count(graph: PipelineGraph, node_name: str) -> int:
+    """The count of a RepeatDataset node (-1: forever)."""
+    value = graph.const_value(graph.data_inputs(node_name)[1])
+    if value is None:
+        raise GraphError(f"the count of {node_name} is not a constant")
+    return int(value)
+
+
+def without_repeat(graph: PipelineGraph, node_name: str) -> PipelineGraph:
+    """A copy of `graph` in which the stage after the repeat `node_name` reads the repeat's input:
+    the pipeline's first epoch, which a cache moved before the repeat holds."""
+    out = graph.copy()
+    if out.nodes[node_name].op != "RepeatDataset":
+        raise GraphError(f"{node_name} is not a repeat")
+    source = out.data_inputs(node_name)[0]
+    for node, i in out.consumers(node_name):
+        node.input[i] = source
+    return out

@@ -24,13 +24,24 @@ from pipediag.records.change import Change
 from pipediag.records.container import ContainerLimits
 from pipediag.records.stage import Stage
 from pipediag.samples.container import read_limits
-from pipediag.tuner import batch_csv, cache_rules, csv_scan, decode_crop, decode_crop_across, decode_crop_rewrite, rules
+from pipediag.tuner import (
+    batch_csv,
+    cache_rules,
+    csv_scan,
+    decode_crop,
+    decode_crop_across,
+    decode_crop_rewrite,
+    decode_reduce,
+    rules,
+)
 from pipediag.tuner.cache_fill import estimate_cache, fill_cache
 from pipediag.tuner.graph_edits import (
     file_interleave,
     flat_map_to_interleave,
     make_parallel_interleave,
     make_parallel_map,
+    repeat_count,
+    without_repeat,
 )
 from pipediag.tuner.vectorize import VECTORIZE_CHECK_SECONDS, check_vectorize, random_draws, vectorize
 
@@ -184,6 +195,8 @@ def plan_tuning(
     changes += rules.parallel_map_changes(stages, facts)
     changes += rules.interleave_changes(stages)
     changes += _decode_crop_changes(graph, stages)
+    changes += [decode_reduce.change_for(s, found) for s in stages if s.kind in ("map", "parallel_map")
+                for found in [decode_reduce.find_in_stage(graph, s.node)] if found is not None]
     csv = _batch_csv_changes(graph, stages, reads)
     changes += csv
     point = cache_rules.cache_point(stages)
@@ -194,7 +207,9 @@ def plan_tuning(
     elif point is not None and csv_at_point is not None:
         changes.append(cache_rules.cache_at_csv_reader(point, csv_at_point))
     elif point is not None:
-        estimate = _read(reads, lambda: estimate_cache(graph, point, cardinality(dataset), input_batches_per_sec, stages,
+        # A cache that takes an epoch repeat's place sizes the first epoch: the graph without the repeat.
+        sized = graph if point.repeat is None else without_repeat(graph, point.repeat.node)
+        estimate = _read(reads, lambda: estimate_cache(sized, point, cardinality(dataset), input_batches_per_sec, stages,
                                                        facts, clock_ns),
                          f"estimating the size of a cache after {point.stage.label}", facts.fill_budget_seconds)
         cache = cache_rules.cache_change(point, estimate, facts)
@@ -203,7 +218,10 @@ def plan_tuning(
     changes = [rules.decode_crop_under_cache(c, cache, chain) if c.kind == "decode_crop" else c for c in changes]
     functions = user_functions(dataset)
     draws = random_draws(graph, stages, functions)
-    for change in rules.vectorize_changes(stages, rules.cached_upto(stages, point, cache), draws):
+    # A cache that takes a repeat's place competes with batch-before-map rather than excluding it:
+    # for a cheap map the batch is the gain, for a decode the cache; the ablation measures both.
+    moved = point is not None and point.repeat is not None
+    for change in rules.vectorize_changes(stages, rules.cached_upto(stages, point, None if moved else cache), draws):
         if change.applied:
             change = _read(reads, lambda change=change: check_vectorize(graph, change, functions),
                            f"checking {change.stage} on whole batches", 3 * VECTORIZE_CHECK_SECONDS)
@@ -218,7 +236,7 @@ def build(plan: TuningPlan, keys: Iterable[str], clock_ns: Callable[[], int] = t
     """The user's pipeline with the planned changes named by `keys` (Change.key) applied.
 
     Order matters only for node names, and splices keep the names upstream of them: in-place
-    edits of a stage (parallel map, decode only the crop window, parallel interleave) first, then
+    edits of a stage (parallel map, decode only the crop window or at a reduced size, parallel interleave) first, then
     the file interleave, batch-before-map and the CSV read as lines, then the cache (filled here, once, timed), then the
     final prefetch."""
     wanted = set(keys)
@@ -260,6 +278,8 @@ def _edit_stages(graph: PipelineGraph, plan: TuningPlan, chosen: dict[str, Chang
             result[change.key] = change
         elif change.kind == "decode_crop":
             graph = _apply_decode_crop(graph, change, result)
+        elif change.kind == "decode_reduced":
+            graph = _apply_decode_reduced(graph, change, result)
         elif change.kind == "interleave" and stages[change.node].kind == "interleave":
             make_parallel_interleave(graph, change.node)
             result[change.key] = change
@@ -288,6 +308,18 @@ def _apply_decode_crop(graph: PipelineGraph, change: Change, result: dict[str, C
     except GraphError as error:
         # tfds' decode could not be moved here; the user can still skip it by hand (decoders=)
         result[change.key] = change.skipped(str(error), by_hand=bool(change.details.get("tfds")))
+        return before
+    result[change.key] = change
+    return graph
+
+
+def _apply_decode_reduced(graph: PipelineGraph, change: Change, result: dict[str, Change]) -> PipelineGraph:
+    """Decode at a reduced size before the map's resize; the graph as it was if TensorFlow refuses it."""
+    before = graph.copy()
+    try:
+        decode_reduce.apply(graph, change.node)
+    except GraphError as error:
+        result[change.key] = change.skipped(str(error))
         return before
     result[change.key] = change
     return graph
@@ -330,12 +362,22 @@ def _add_cache(graph: PipelineGraph, plan: TuningPlan, chosen: dict[str, Change]
         result[cache.key] = cache.skipped("its stage was rewritten by another change")
         return graph, None
     without_cache = graph.copy()
+    repeat = cache.details.get("repeat_node")
+    if repeat is not None:  # the repeat moves after the cache: `repeat().map(f)` -> `map(f).cache().repeat()`
+        try:
+            count = repeat_count(graph, repeat)
+            graph = without_repeat(graph, repeat)
+        except (GraphError, KeyError) as error:
+            result[cache.key] = cache.skipped(f"its repeat could not be moved: {error}")
+            return without_cache, None
     cached = graph.splice_over(cache.node, lambda d: d.cache(), "cache")
     limit_s = 2 * plan.facts.fill_budget_seconds
     cache_fill_ns, why = fill_cache(graph.cut(cached), limit_s, plan.facts.ram_budget_bytes, clock_ns, guard=guard)
     if cache_fill_ns is None:
         result[cache.key] = cache.skipped(why)
         return without_cache, None
+    if repeat is not None:
+        graph.splice_over(cached, lambda d: d.repeat(count), "repeat")
     result[cache.key] = Change(**{**cache.to_dict(), "details": {**cache.details, "fill_ns": cache_fill_ns}})
     return graph, cache_fill_ns
 

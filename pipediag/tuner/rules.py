@@ -154,6 +154,7 @@ class CachePoint:
     existing: Stage | None = None  # a cache() or snapshot() the pipeline already has before the first random stage
     frozen: Stage | None = None  # a reshuffling shuffle before the cache: its first epoch's order is replayed
     element_shuffle: Stage | None = None  # the reshuffling shuffle after the cache that keeps epochs random
+    repeat: Stage | None = None  # an epoch repeat before `stage`, moved to right after the cache
 
     @property
     def already_cached(self) -> bool:

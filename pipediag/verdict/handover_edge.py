@@ -15,16 +15,22 @@ Then the input rules do not apply. When that wait is >= INPUT_WAIT_HIGH (20%) of
 TensorFlow profiler's "highly input-bound" line, now paid to the hand-over), the verdict is
 **host** at the hand-over; below, the verdict falls through to the step's rules with the
 hand-over as evidence. Rules in docs/verdict.md.
+
+When the hand-over could not be timed (pipediag's own measurement failed: on the H200 its device
+copy once took TensorFlow tensors to `jax.device_put`), nothing can tell these two apart, and a
+waiting verdict must not read as sure: `without_handover` lowers it and says what is missing (to
+low when the pipeline alone clearly outran the free step, the case the edge would most likely have
+explained: on the H200, "input (high)" with input alone 2.2x the free step).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipediag.analysis.handover import Handover
 from pipediag.analysis.modes import ModeSummary, rate_ratio
-from pipediag.records.verdict import lower
+from pipediag.records.verdict import Verdict, lower
 from pipediag.verdict import thresholds as T
 
 HOST_LIMIT_HANDOVER = "handover"  # facts["host_limit"]: the hand-over of each batch limits training
@@ -94,3 +100,17 @@ def host_edge_verdict(edge: HandoverEdge, synthetic: ModeSummary, handover: Hand
     size = f", {share:.2f}x the free step" if share is not None else ""
     return confidence, (f"host-bound at the hand-over: giving each batch to the step costs {handover.ms_mean:.3f} ms"
                         f"{size}; the pipeline keeps up")
+
+
+def without_handover(verdict: Verdict, handover_missing: str, headroom: float | None, outruns: bool) -> Verdict:
+    """A waiting (input) verdict reached without the hand-over timing, which failed for
+    `handover_missing`: confidence lowered (to low when the pipeline alone `outruns` the free step
+    by INPUT_HEADROOM, its interval above 1), with a line saying what is missing."""
+    alone = f"the pipeline alone ran {headroom:.2f}x the free step" if headroom is not None else "input alone was not timed"
+    text = (f"the hand-over of a ready batch could not be timed ({handover_missing}): whether this wait is the "
+            f"pipeline or the cost of handing each batch to the step cannot be told, and {alone}"
+            + (", so it may well be the hand-over (host-bound)" if outruns else "")
+            + "; confidence lowered. Run again with --batch-format numpy to time it")
+    confidence = "low" if outruns else lower(verdict.confidence)
+    return replace(verdict, confidence=confidence, evidence=verdict.evidence + (text,),
+                   facts={**verdict.facts, "handover_missing": handover_missing})

@@ -46,7 +46,7 @@ from pipediag.verdict.contention import (
     read_contention,
 )
 from pipediag.verdict.gpu import gpm_facts, gpm_text, gpu_edges, memory_full
-from pipediag.verdict.handover_edge import handover_edge, handover_facts, host_edge_verdict
+from pipediag.verdict.handover_edge import handover_edge, handover_facts, host_edge_verdict, without_handover
 from pipediag.verdict.memory import memory_verdict
 from pipediag.verdict.text import pct
 
@@ -97,16 +97,18 @@ def _rate(m: ModeSummary) -> str:
 
 def decide(modes: dict[str, ModeSummary | None], gpu_expected: bool = False, *,
            buffers: Sequence[BufferEstimate] = (), ram_budget_bytes: int | None = None,
-           handover: Handover | None = None, container: ContainerLimits | None = None) -> Verdict:
+           handover: Handover | None = None, container: ContainerLimits | None = None,
+           handover_missing: str | None = None) -> Verdict:
     """`modes` maps synthetic, pipeline, input_only, tuned to their summaries (None: not run).
     `handover`: what handing over an already-produced batch costs (analysis.handover), which
     tells a wait that is the hand-over from one that is the pipeline (verdict.handover_edge).
     `buffers`: the pipeline's shuffle buffers (analysis.buffers); `ram_budget_bytes`: the host
     memory the job may use (--ram-budget-mb), None for the host's whole memory (or the
     container's memory limit, when lower). `container`: this process's CPU and memory limits
-    (samples.container); its CPU quota's throttling is evidence of its own (verdict.container)."""
+    (samples.container); its CPU quota's throttling is evidence of its own (verdict.container).
+    `handover_missing`: why the hand-over could not be timed (pipediag's own measurement failed)."""
     verdict = _decide(modes, gpu_expected, buffers=buffers, ram_budget_bytes=ram_budget_bytes, handover=handover,
-                      container=container)
+                      container=container, handover_missing=handover_missing)
     return with_container(verdict, modes, container)
 
 
@@ -128,7 +130,8 @@ class _Reading:
 
 
 def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers: Sequence[BufferEstimate],
-            ram_budget_bytes: int | None, handover: Handover | None, container: ContainerLimits | None) -> Verdict:
+            ram_budget_bytes: int | None, handover: Handover | None, container: ContainerLimits | None,
+            handover_missing: str | None = None) -> Verdict:
     present = [m for m in modes.values() if m is not None]
     memory = memory_verdict(present, buffers, ram_budget_bytes, container)  # 1. memory
     if memory is not None:
@@ -137,7 +140,7 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
     if too_few is not None:
         return too_few
     reading = _read(modes, present, handover)
-    found = _input_verdict(reading, handover)  # 3. input
+    found = _input_verdict(reading, handover, handover_missing)  # 3. input
     if found is not None:
         return found
     return _step_verdict(reading, gpu_expected)  # 4-6. the step is the limit
@@ -192,7 +195,7 @@ def _read(modes: dict[str, ModeSummary | None], present: list[ModeSummary], hand
     return _Reading(synthetic, pipeline, input_only, wait, gap, headroom, pattern, facts, evidence, noisy)
 
 
-def _input_verdict(r: _Reading, handover: Handover | None) -> Verdict | None:
+def _input_verdict(r: _Reading, handover: Handover | None, handover_missing: str | None) -> Verdict | None:
     """3. input: the input side alone too slow, the host edge, a wait that costs throughput, or CPU
     contention, in that order; None when none holds (then the step is the limit)."""
     starved = _starved(r)
@@ -209,6 +212,10 @@ def _input_verdict(r: _Reading, handover: Handover | None) -> Verdict | None:
             r.evidence.append(f"GPU busy {r.synthetic.gpu_util_pct:.0f}% with free input (synthetic mode, NVML utilization)")
         return Verdict("host", confidence, headline, tuple(r.evidence), cpu_pattern=r.pattern, facts=r.facts)
     waiting = _waiting(r, explained=edge is not None and edge.explains_wait)
+    if waiting is not None and handover_missing is not None:
+        # The hand-over edge could have explained this wait, but its timing failed: not a sure verdict.
+        outruns = r.headroom is not None and r.headroom.value >= T.INPUT_HEADROOM and r.headroom.clearly_above_one
+        return without_handover(waiting, handover_missing, r.headroom.value if r.headroom else None, outruns)
     if waiting is not None:
         return waiting
     return _cpu_contention(r)

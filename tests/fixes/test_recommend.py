@@ -411,3 +411,28 @@ def test_a_single_change_is_measured_against_its_control_not_pipeline_mode():
     assert [f.kind for f in rec.fixes] == ["parallel_map"]
     assert rec.fixes[0].measured_speedup == pytest.approx(62 / 40)
     assert rec.fixes[0].basis.startswith("measured: the tuned pipeline ran 1.55x the original")
+
+
+def test_cores_full_with_nothing_left_to_rewrite_say_how_many_service_workers_would_feed_the_step():
+    # Issue 25 on the H200: every core busy, input alone 4x slower than the free step, the tuning
+    # rules found nothing to change (only threading, which adds no cores), no tuned mode.
+    cores = [97.0] * 16
+    modes = {"synthetic": summary("synthetic", 400), "pipeline": summary("pipeline", 100, wait=0.75, per_core=cores),
+             "input_only": summary("input_only", 100, per_core=cores), "tuned": None}
+    threading = Change("threading", None, None, "private threadpool", False, reason="the cores are busy")
+    v = verdict("input", "saturated", input_wait_frac=0.75)
+    rec = recommend(v, modes, [threading], gpu_present=True, scale_command=SCALE)
+    service = next(f for f in rec.fixes if f.kind == "tf_data_service")
+    assert "found nothing left to rewrite" in service.basis
+    assert "100.0 batches/s on its 16 cores against the step's 400.0 with free input (4.0x)" in service.basis
+    assert "about 4 tf.data service workers like this host (64 cores), 5 at the lower end" in service.basis
+    # With a change the tuned mode could still make (and did not measure), the service is not yet the advice.
+    assert "tf_data_service" not in [f.kind for f in recommend(v, modes, [PARALLEL], gpu_present=True).fixes]
+
+
+def test_the_new_changes_code_says_what_moves_and_that_the_reduced_decode_is_approximate():
+    moved = catalog.code("cache", "map(decode_and_resize)", repeat_stage="repeat")
+    assert moved.startswith("ds = ds.map(decode_and_resize).cache().repeat()  # instead of .repeat().map(")
+    reduced = catalog.code("decode_reduced", "map(decode_and_resize)", size=[160, 160], approximate=True)
+    assert "reach = tf.minimum(hw[0] // 160, hw[1] // 160)" in reduced and "Approximate" in reduced
+    assert "approximate" in catalog.title("decode_reduced", "map(decode_and_resize)", None, False, None)

@@ -274,3 +274,38 @@ def test_cache_of_a_stage_built_elsewhere_is_refused_without_the_stages_or_throu
     refused = patch_source(HELPER_BUILT, "make_dataset", [change("cache", "map(lookup_nest)")],
                            stage_labels=stages).edits[0]
     assert not refused.done
+
+
+REPEAT_FIRST = src('''
+    import tensorflow as tf
+
+
+    def make_dataset(batch_size=64):
+        ds = tf.data.Dataset.from_tensor_slices((JPEGS, LABELS))
+        # every epoch decodes every image again
+        return ds.repeat().map(decode_and_resize).batch(batch_size)
+''')
+
+
+def test_a_cache_that_takes_the_repeats_place_moves_the_repeat_after_it():
+    moved = change("cache", "map(decode_and_resize)", repeat_stage="repeat", repeat_node="RepeatDataset/_1")
+    patch = patch_source(REPEAT_FIRST, "make_dataset", [moved])
+    assert [e.done for e in patch.edits] == [True]
+    assert edited_lines(patch) == ["    return ds.map(decode_and_resize).cache().repeat().batch(batch_size)"]
+    counted = patch_source(REPEAT_FIRST.replace("repeat()", "repeat(3)"), "make_dataset", [moved])
+    assert edited_lines(counted) == ["    return ds.map(decode_and_resize).cache().repeat(3).batch(batch_size)"]
+
+
+def test_a_repeat_and_map_in_separate_statements_are_refused_with_the_reason():
+    apart = REPEAT_FIRST.replace("return ds.repeat().map(decode_and_resize)",
+                                 "ds = ds.repeat()\n    return ds.map(decode_and_resize)")
+    moved = change("cache", "map(decode_and_resize)", repeat_stage="repeat", repeat_node="RepeatDataset/_1")
+    patch = patch_source(apart, "make_dataset", [moved])
+    assert not patch.changed and "not one expression" in patch.refused[0].reason
+
+
+def test_a_moved_repeat_and_a_parallel_map_on_the_same_call_both_land():
+    moved = change("cache", "map(decode_and_resize)", repeat_stage="repeat", repeat_node="RepeatDataset/_1")
+    patch = patch_source(REPEAT_FIRST, "make_dataset", [change("parallel_map", "map(decode_and_resize)"), moved])
+    assert edited_lines(patch) == ["    return ds.map(decode_and_resize, num_parallel_calls=tf.data.AUTOTUNE)"
+                                   ".cache().repeat().batch(batch_size)"]

@@ -20,7 +20,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from _common import INPUT_FIXES, STEP_FIXES, Expected, data_dir  # noqa: E402,F401  (scenarios/_common.py; re-exported for the builders)
+from _common import INPUT_FIXES, STEP_FIXES, Expected, data_dir, photo_like  # noqa: E402,F401  (scenarios/_common.py; re-exported for the builders)
 
 WORDS = ("the movie film was is a an and of to in this that it with for as but very good bad great "
          "terrible acting plot story characters director scene scenes really just one most best worst "
@@ -40,14 +40,30 @@ def load_maker(case: str) -> Any:
     return module
 
 
-def case_root(case: str, version: int = 1) -> str:
-    """The data a case's builder reads: its make_data run once into a cached folder."""
-    return data_dir(f"scripts-{case}-v{version}", load_maker(case).make)
+def case_root(case: str) -> str:
+    """The data a case's builder reads: its make_data run once into a cached folder (named with
+    make_data.VERSION, raised when what it makes changes)."""
+    maker = load_maker(case)
+    return data_dir(f"scripts-{case}-v{getattr(maker, 'VERSION', 1)}", maker.make)
 
 
-def review(rng: np.random.Generator) -> str:
-    """An IMDB-like review: ~230 words in sentences, a `<br /><br />` break, a score at the end."""
-    words = rng.choice(WORDS, size=int(rng.integers(120, 340)))
+def vocabulary(size: int, seed: int) -> np.ndarray:
+    """WORDS and made-up lowercase words, `size` in all: a script that prints its vocabulary's
+    1288th entry (the TF text tutorial) needs more than WORDS' 70."""
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    made = {"".join(rng.choice(letters, size=int(rng.integers(3, 10)))) for _ in range(2 * size)}
+    return np.array(WORDS + sorted(made - set(WORDS))[: size - len(WORDS)])
+
+
+def review(rng: np.random.Generator, words_from: np.ndarray | None = None) -> str:
+    """An IMDB-like review: ~230 words in sentences, a `<br /><br />` break, a score at the end.
+    Words from WORDS, or from `words_from` with Zipf-like frequencies (a few common, many rare)."""
+    size = int(rng.integers(120, 340))
+    if words_from is None:
+        words = rng.choice(WORDS, size=size)
+    else:
+        words = words_from[np.minimum(rng.zipf(1.3, size=size) - 1, len(words_from) - 1)]
     sentences = []
     for chunk in np.array_split(words, max(1, len(words) // 12)):
         sentence = " ".join(chunk)
@@ -58,7 +74,7 @@ def review(rng: np.random.Generator) -> str:
 
 
 def imdb_tree(folder: str, train_per_class: int, test_per_class: int, unsup: int, seed: int,
-              named: tuple[str, ...] = ()) -> None:
+              named: tuple[str, ...] = (), words_from: np.ndarray | None = None) -> None:
     """aclImdb's layout: train/{pos,neg,unsup}, test/{pos,neg}, one review per `<id>_<score>.txt`.
     `named` are train/... paths the script opens by name (e.g. `pos/1181_9.txt`)."""
     rng = np.random.default_rng(seed)
@@ -68,10 +84,10 @@ def imdb_tree(folder: str, train_per_class: int, test_per_class: int, unsup: int
         os.makedirs(os.path.join(folder, sub))
         for i in range(count):
             with open(os.path.join(folder, sub, f"{i}_{int(rng.integers(1, 11))}.txt"), "w") as f:
-                f.write(review(rng))
+                f.write(review(rng, words_from))
     for path in named:
         with open(os.path.join(folder, "train", path), "w") as f:
-            f.write(review(rng))
+            f.write(review(rng, words_from))
 
 
 def tar_gz(source_dir: str, archive: str, arcname: str) -> None:
@@ -101,3 +117,20 @@ def digits(rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray
         blob = 200 * np.exp(-((y - cy) ** 2 + (x - cx) ** 2) / 18.0)
         images[labels == k] += blob
     return np.clip(images, 0, 255).astype(np.uint8), labels
+
+
+def flower_tree(folder: str, classes: tuple[str, ...], per_class: int, rng: np.random.Generator) -> None:
+    """flower_photos' layout: one folder per class of photo-like JPEGs (320x240 or 240x320, quality 90)."""
+    for name in classes:
+        os.makedirs(os.path.join(folder, name))
+        for i in range(per_class):
+            jpeg(rng, os.path.join(folder, name, f"{i}.jpg"))
+
+
+def jpeg(rng: np.random.Generator, path: str) -> None:
+    """One photo-like JPEG, landscape (70%) or portrait."""
+    from PIL import Image
+
+    image = photo_like(rng, 320)
+    image = image[:240] if rng.random() < 0.7 else image[:, :240]
+    Image.fromarray(image).save(path, format="JPEG", quality=90)

@@ -3,8 +3,8 @@
     flock /tmp/pipediag-cpu.lock python benchmarks/real_truth.py scenarios/real/tf_csv.py [...]
     flock /tmp/pipediag-cpu.lock python benchmarks/real_truth.py scenarios/real/*.py --markdown truth.md
 
-For each scenario file (one with make_dataset, make_model or make_step, and expert_dataset), in
-this order and in one process:
+For each scenario file (one with make_dataset, make_model or make_step, and expert_dataset where
+there is one: the script cases of scenarios/scripts/ have none), in this order and in one process:
 
 - free step: the step on one constant batch (the first batch of make_dataset), steps/s;
 - input alone: make_dataset iterated with nothing else, batches/s;
@@ -162,11 +162,12 @@ def measure(path: str, seconds: float, prefix_seconds: float, batch_size: int | 
     pull = _endless(_build(module.make_dataset, batch_size))
     out["fed_steps_per_sec"] = _rate(lambda: stepper.run(stepper.convert(pull())), seconds, warmup=3)
 
-    warm = int(getattr(module, "EXPERT_WARMUP_BATCHES", 0)) + 3
-    pull = _endless(_build(module.expert_dataset, batch_size))
-    out["expert_input_batches_per_sec"] = _rate(pull, seconds, warmup=warm)
-    pull = _endless(_build(module.expert_dataset, batch_size))
-    out["expert_fed_steps_per_sec"] = _rate(lambda: stepper.run(stepper.convert(pull())), seconds, warmup=warm)
+    if hasattr(module, "expert_dataset"):  # scenarios/scripts/ cases have none: the script is the form
+        warm = int(getattr(module, "EXPERT_WARMUP_BATCHES", 0)) + 3
+        pull = _endless(_build(module.expert_dataset, batch_size))
+        out["expert_input_batches_per_sec"] = _rate(pull, seconds, warmup=warm)
+        pull = _endless(_build(module.expert_dataset, batch_size))
+        out["expert_fed_steps_per_sec"] = _rate(lambda: stepper.run(stepper.convert(pull())), seconds, warmup=warm)
 
     # Elements of each prefix per final batch: from the end, they multiply at each batch stage.
     chain = _prefixes(_build(module.make_dataset, batch_size))
@@ -199,7 +200,8 @@ def _merge(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ]
     free = merged["free_steps_per_sec"][0]
     merged["input_over_free"] = merged["input_batches_per_sec"][0] / free
-    merged["expert_input_over_free"] = merged["expert_input_batches_per_sec"][0] / free
+    if "expert_input_batches_per_sec" in merged:
+        merged["expert_input_over_free"] = merged["expert_input_batches_per_sec"][0] / free
     merged["fed_over_free"] = merged["fed_steps_per_sec"][0] / free
     merged["call"] = call(merged)
     return merged
@@ -221,7 +223,9 @@ def call(merged: dict[str, Any]) -> str:
     return "compute" if ratio > 1.5 else "edge (between 0.8x and 1.5x)"
 
 
-def _fmt(triple: tuple[float, float, float]) -> str:
+def _fmt(triple: tuple[float, float, float] | None) -> str:
+    if triple is None:
+        return "—"
     med, lo, hi = triple
     return f"{med:.1f}" if lo == hi else f"{med:.1f} ({lo:.1f}–{hi:.1f})"
 
@@ -238,8 +242,8 @@ def markdown(results: list[dict[str, Any]], command: str) -> str:
     for m in results:
         lines.append(
             f"| {m['scenario']} | {_fmt(m['free_steps_per_sec'])} | {_fmt(m['input_batches_per_sec'])} | "
-            f"{_fmt(m['fed_steps_per_sec'])} | {_fmt(m['expert_input_batches_per_sec'])} | "
-            f"{_fmt(m['expert_fed_steps_per_sec'])} | {m['input_over_free']:.2f} | {m['call']} |"
+            f"{_fmt(m['fed_steps_per_sec'])} | {_fmt(m.get('expert_input_batches_per_sec'))} | "
+            f"{_fmt(m.get('expert_fed_steps_per_sec'))} | {m['input_over_free']:.2f} | {m['call']} |"
         )
     for m in results:
         lines += ["", f"{m['scenario']}: prefixes of make_dataset, ms per final batch (median)", ""]

@@ -92,6 +92,7 @@ TF_TESTS = (
     "tests/report/test_container_report.py::test_terminal_and_html_show_the_limits_and_each_modes_throttling",
     "tests/scenarios/test_scenarios.py::test_pipediag_still_finds_the_planted_bottleneck",
     "tests/scenarios/test_scenarios.py::test_scenario_file_is_complete",
+    "tests/scenarios/test_scripts.py::test_the_data_maker_writes_what_the_script_opens_and_the_builder_yields_a_batch",
     "tests/service/test_cluster.py::test_a_dead_worker_is_reported",
     "tests/service/test_cluster.py::test_dispatcher_and_workers_start_on_os_chosen_ports_and_stop_without_a_trace",
     "tests/service/test_cluster.py::test_servers_exit_by_themselves_when_pipediag_is_killed",

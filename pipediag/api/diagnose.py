@@ -117,8 +117,8 @@ def diagnose(
         log = sampler.stop()
     if sampler.error is not None:
         state.notes.append(f"the sampler stopped early: {type(sampler.error).__name__}: {sampler.error}")
-    return _conclude(state, log, rule, opts.batch_size, opts.batch_format, (clock_ns() - started) / 1e9,
-                     ram_budget_bytes)
+    return conclude_run(state, log, rule, opts.batch_size, opts.batch_format, (clock_ns() - started) / 1e9,
+                        ram_budget_bytes)
 
 
 def _framework(state: DiagnoseRun) -> str | None:
@@ -157,8 +157,8 @@ def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
     return notes
 
 
-def _conclude(state: DiagnoseRun, log, rule: StopRule, batch_size, batch_format, elapsed_s: float,
-              ram_budget_bytes: int | None = None) -> Diagnosis:
+def conclude_run(state: DiagnoseRun, log, rule: StopRule, batch_size, batch_format, elapsed_s: float,
+                 ram_budget_bytes: int | None = None) -> Diagnosis:
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
     complete = not state.interrupted and state.stall is None and state.failure is None
     if state.stall is not None:

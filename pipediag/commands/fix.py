@@ -100,7 +100,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     diagnosis = read_json(args.run)
     selection = select_gains(diagnosis, gains_only=not args.all_applied)
-    path, function = source_of(args.target or diagnosis.target)
+    target = args.target or diagnosis.target
+    if args.target is None and diagnosis.settings.get("source") == "pipediag run":
+        from pipediag.run.site import patch_target
+
+        target = patch_target(diagnosis.settings.get("dataset_site"))
+    path, function = source_of(target)
     with open(path, encoding="utf-8") as f:
         source = f.read()
     options = options_from_args(args)

@@ -74,3 +74,17 @@ model.fit(ds, epochs=5, verbose=0)
     saved = json.loads(out.read_text())
     assert saved["settings"]["hook"] == "fit" and saved["modes"]["synthetic"] is not None
     assert saved["step"]["framework"] == "jax"
+
+
+def test_the_pytorch_backend_is_refused_with_the_reason(tmp_path):
+    path = write(tmp_path, "torchfit.py", """
+import keras
+x = np.random.rand(256, 8).astype(np.float32)
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+model.fit(tf.data.Dataset.from_tensor_slices((x, x[:, :1])).batch(16), epochs=2, verbose=0)
+raise SystemExit("fit was not refused")
+""")
+    p = run_command("--quiet", path, env={"KERAS_BACKEND": "torch"})
+    assert p.returncode == 2, p.stderr[-3000:]
+    assert "PyTorch backend" in p.stderr and "HINT" in p.stderr

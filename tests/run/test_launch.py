@@ -41,8 +41,7 @@ def test_no_dataset_within_the_first_batch_timeout(tmp_path):
 
 
 def test_ctrl_c_gives_a_partial_report(tmp_path):
-    path = write(tmp_path, "ctrlc.py", STEPS.format(action="os.kill(os.getpid(), signal.SIGINT)")
-                 .replace("import os,", "import signal, os,"))
+    path = write(tmp_path, "ctrlc.py", STEPS.format(action="import signal; os.kill(os.getpid(), signal.SIGINT)"))
     result = run_here(path, observe_steps=50)
     assert result.ending.how == "interrupted"
     assert result.diagnosis.status == "interrupted"
@@ -51,8 +50,7 @@ def test_ctrl_c_gives_a_partial_report(tmp_path):
 
 
 def test_sigterm_during_the_observation_writes_the_partial_report(tmp_path):
-    path = write(tmp_path, "term.py", STEPS.format(action="os.kill(os.getpid(), signal.SIGTERM)")
-                 .replace("import os,", "import signal, os,"))
+    path = write(tmp_path, "term.py", STEPS.format(action="import signal; os.kill(os.getpid(), signal.SIGTERM)"))
     out = tmp_path / "t.json"
     p = run_command("--quiet", "--observe-steps", "50", "--json", str(out), path)
     assert p.returncode == 143, p.stderr[-2000:]

@@ -43,7 +43,7 @@ def test_an_eager_loop_is_observed_swapped_and_found_input_bound(tmp_path):
     assert set(d.modes) == {"pipeline", "synthetic", "input_only"}
     assert d.runs["synthetic"].steps >= 5 and d.runs["pipeline"].steps >= 8
     # a 20 ms sleep per batch against a sub-millisecond step: far from any threshold
-    assert d.verdict.bottleneck == "input"
+    assert d.verdict.bottleneck == "input", (d.verdict, {n: m.batches_per_sec for n, m in d.modes.items()})
     site = d.settings["dataset_site"]
     assert site["file"] == path and site["function"] == "make_dataset"
     assert d.settings["hook"] == "loop"
@@ -62,10 +62,32 @@ def test_the_command_runs_the_script_with_its_arguments_and_writes_the_json(tmp_
         pass
     """)
     out = tmp_path / "run.json"
-    p = run_command("--quiet", "--observe-steps", "5", "--window-seconds", "0.5", "--no-tuned", "--no-anatomy",
-                    "--json", str(out), path, "--epochs", "2")
+    p = run_command("--quiet", "--observe-steps", "12", "--window-seconds", "0.5", "--no-tuned", "--no-anatomy",
+                    "--json", str(out), "--html", str(tmp_path / "run.html"), "--samples-csv",
+                    str(tmp_path / "samples.csv"), path, "--epochs", "2")
     assert p.returncode == 0, p.stderr[-3000:]
+    assert "<html" in (tmp_path / "run.html").read_text().lower()
+    assert (tmp_path / "samples.csv").read_text().count("\n") > 2
     saved = json.loads(out.read_text())
     assert saved["kind"] == "diagnosis" and saved["settings"]["source"] == "pipediag run"
     assert saved["modes"]["synthetic"] is not None and saved["modes"]["input_only"] is not None
     assert "pipediag run" in p.stdout or "args.py" in p.stdout
+
+
+def test_a_module_runs_as_python_m_runs_it(tmp_path, monkeypatch):
+    from pipediag.run.launch import ScriptTarget
+    from pipediag.run.script import run_script
+    from pipediag.run.session import ScriptPlan
+    from tests.run.scripts import QUICK
+
+    write(tmp_path, "pipediag_run_test_module.py", """
+    assert __name__ == "__main__" and sys.argv[1:] == ["--lr", "0.1"], (__name__, sys.argv)
+    for batch in tf.data.Dataset.range(100000).batch(2):
+        pass
+    """)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = run_script(ScriptTarget(None, "pipediag_run_test_module", ("--lr", "0.1")),
+                        ScriptPlan(rule=QUICK, observe_steps=12, anatomy=False, modes=("synthetic", "pipeline")))
+    assert result.ending.how == "stopped" and result.fault is None
+    assert result.diagnosis.target.startswith("-m pipediag_run_test_module")
+    assert set(result.diagnosis.modes) == {"synthetic", "pipeline"}

@@ -27,7 +27,7 @@ def test_then_continue_resumes_the_real_pipeline_where_it_was(tmp_path):
     assert result.ending.how == "finished" and result.fault is None
     assert d.status == "complete" and {"synthetic", "input_only"} <= set(d.modes)
     seen = json.loads(out.read_text())
-    observed = 2 + 8  # warm-up and observed steps, all real
+    observed = 2 + 12  # warm-up and observed steps, all real
     assert seen[:observed] == list(range(observed))
     # the windows fed the loop repeats and fresh batches; then the real iterator went on at `observed`
     assert seen[-(300 - observed):] == list(range(observed, 300))

@@ -99,12 +99,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.tuner.selection import require_same_graph, select_gains
 
     diagnosis = read_json(args.run)
-    selection = select_gains(diagnosis, gains_only=not args.all_applied)
     target = args.target or diagnosis.target
     if args.target is None and diagnosis.settings.get("source") == "pipediag run":
         from pipediag.run.site import patch_target
 
-        target = patch_target(diagnosis.settings.get("dataset_site"))
+        target = patch_target(diagnosis.settings.get("dataset_site"))  # or why the script cannot be patched
+    selection = select_gains(diagnosis, gains_only=not args.all_applied)
     path, function = source_of(target)
     with open(path, encoding="utf-8") as f:
         source = f.read()

@@ -94,7 +94,8 @@ class Session:
         self.fault = Fault(
             f"no tf.data dataset was iterated within --first-batch-timeout {self.plan.first_batch_timeout_s:g} s"
             f"{seen}: the script was stopped",
-            "pipediag run sees batches taken from a tf.data.Dataset (a Python loop over it, or model.fit); "
+            "pipediag run sees batches taken from a tf.data.Dataset in Python (a loop over it, or model.fit; a "
+            "loop inside a tf.function runs in the graph, out of its reach); "
             "if the script prepares data for longer, raise --first-batch-timeout; if it trains from arrays or a "
             "generator, wrap them in tf.data.Dataset.from_tensor_slices / from_generator",
             4)

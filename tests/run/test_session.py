@@ -2,8 +2,12 @@
 steps, the windows in the real loop, the verdict, and the datasets the script iterated."""
 
 import json
+from dataclasses import replace
 
-from tests.run.scripts import run_command, run_here, write
+from tests.run.scripts import QUICK, run_command, run_here, write
+
+# windows long enough that the script's Ctrl-C lands inside the first one
+QUICK_LONG = replace(QUICK, max_seconds=30.0, min_seconds=30.0)
 
 LOOP = """
 def slow(x):
@@ -78,8 +82,6 @@ def test_a_module_runs_as_python_m_runs_it(tmp_path, monkeypatch):
     from pipediag.run.launch import ScriptTarget
     from pipediag.run.script import run_script
     from pipediag.run.session import ScriptPlan
-    from tests.run.scripts import QUICK
-
     write(tmp_path, "pipediag_run_test_module.py", """
     assert __name__ == "__main__" and sys.argv[1:] == ["--lr", "0.1"], (__name__, sys.argv)
     for batch in tf.data.Dataset.range(100000).batch(2):
@@ -91,3 +93,19 @@ def test_a_module_runs_as_python_m_runs_it(tmp_path, monkeypatch):
     assert result.ending.how == "stopped" and result.fault is None
     assert result.diagnosis.target.startswith("-m pipediag_run_test_module")
     assert set(result.diagnosis.modes) == {"synthetic", "pipeline"}
+
+
+def test_ctrl_c_during_a_window_keeps_what_the_window_measured(tmp_path):
+    path = write(tmp_path, "late.py", """
+    import signal
+    steps = 0
+    for batch in tf.data.Dataset.range(10**6).batch(2):
+        steps += 1
+        if steps == 40:  # past the 2 + 12 observed steps: inside the synthetic window
+            os.kill(os.getpid(), signal.SIGINT)
+    """)
+    result = run_here(path, rule=QUICK_LONG)
+    d = result.diagnosis
+    assert result.ending.how == "interrupted" and d.status == "interrupted"
+    assert d.runs["pipeline"].steps == 12 and d.runs["synthetic"].steps > 0
+    assert d.runs["synthetic"].stop_reason == "interrupted"

@@ -86,14 +86,15 @@ class Windows(Gathering):
         self.prepare_windows()
         self.measure("synthetic", self.free_input(), True)
         self.take_reference()
-        self.feeds["input_only"] = BatchFeed(self.dataset, "tf")
-        try:
-            self.measure("input_only", self.paused_feed(self.feeds["input_only"]), False)
-        finally:
-            self.feeds["input_only"].close()
+        if "input_only" in self.plan.modes:
+            self.feeds["input_only"] = BatchFeed(self.dataset, "tf")
+            try:
+                self.measure("input_only", self.paused_feed(self.feeds["input_only"]), False)
+            finally:
+                self.feeds["input_only"].close()
         if self.source.batch_format in ("tf", "keras-jax") and not self.source.distributed:
             self.handover()
-        if self.plan.anatomy and self.graph is not None:
+        if self.plan.anatomy and self.graph is not None and "input_only" in self.plan.modes:
             self.anatomy()
         if "tuned" in self.plan.modes and self.graph is not None:
             self.tuned()

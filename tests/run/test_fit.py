@@ -88,3 +88,40 @@ raise SystemExit("fit was not refused")
     p = run_command("--quiet", path, env={"KERAS_BACKEND": "torch"})
     assert p.returncode == 2, p.stderr[-3000:]
     assert "PyTorch backend" in p.stderr and "HINT" in p.stderr
+
+
+def test_fit_goes_on_after_the_windows_with_then_continue(tmp_path):
+    path = write(tmp_path, "cont.py", MODEL + """
+history = model.fit(make_dataset(), epochs=15, verbose=0)  # the windows take steps of fit's epochs too
+with open(sys.argv[1], "w") as f:
+    f.write(str(len(history.history["loss"])))
+""")
+    out = tmp_path / "epochs.txt"
+    result = run_here(path, str(out), then="continue")
+    assert result.ending.how == "finished" and result.fault is None
+    assert result.diagnosis.status == "complete"
+    assert out.read_text() == "15"  # fit ran to its end
+    assert any("went on with the real pipeline" in n for n in result.diagnosis.notes)
+
+
+def test_fit_under_a_mirrored_strategy_is_fed_per_replica(tmp_path):
+    path = write(tmp_path, "mirroredfit.py", """
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+x = np.random.rand(4096, 8).astype(np.float32)
+ds = tf.data.Dataset.from_tensor_slices((x, x[:, :1])).batch(16)
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+model.fit(ds, epochs=5, verbose=0)
+""")
+    out = tmp_path / "mf.json"
+    p = run_command("--quiet", "--observe-steps", "10", "--window-seconds", "0.5", "--no-anatomy",
+                    "--json", str(out), path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    import json
+
+    saved = json.loads(out.read_text())
+    assert saved["settings"]["hook"] == "fit"
+    assert all(saved["modes"][m] is not None for m in ("pipeline", "synthetic", "input_only", "tuned"))

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from pipediag._version import __version__
-from pipediag.commands import baseline, compare, diagnose, env, fix, report, scale, sweep
+from pipediag.commands import baseline, compare, diagnose, env, fix, report, run, scale, sweep
 from pipediag.commands.common import (
     EXIT_INTERRUPTED,
     EXIT_STALLED,
@@ -30,7 +30,7 @@ from pipediag.errors import PipediagError, UsageError, UserCodeError
 from pipediag.records.stall import Stalled
 
 COMMANDS = {"diagnose": diagnose, "compare": compare, "sweep": sweep, "scale": scale, "env": env, "report": report,
-            "fix": fix, "baseline": baseline}
+            "fix": fix, "baseline": baseline, "run": run}
 
 
 class _ArgumentParser(argparse.ArgumentParser):

@@ -83,6 +83,7 @@ TF_TESTS = (
     "tests/test_multigpu_api.py",
     "tests/api/test_scale.py",
     "tests/api/test_tuned.py",
+    "tests/run",
     # run TensorFlow at run time (a pipediag subprocess or a fixture pipeline), not at import:
     "tests/test_cli_container.py",
     "tests/test_cli_errors.py",

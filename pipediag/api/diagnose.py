@@ -129,7 +129,7 @@ def diagnose(
     if sampler.error is not None:
         state.notes.append(f"the sampler stopped early: {type(sampler.error).__name__}: {sampler.error}")
     with state.phases.phase("conclude"):
-        diagnosis = _conclude(state, log, rule, opts.batch_size, opts.batch_format, 0.0, ram_budget_bytes)
+        diagnosis = conclude_run(state, log, rule, opts.batch_size, opts.batch_format, 0.0, ram_budget_bytes)
     return with_phases(diagnosis, state.phases, (clock_ns() - started) / 1e9, quick=quick)
 
 
@@ -169,8 +169,8 @@ def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
     return notes
 
 
-def _conclude(state: DiagnoseRun, log, rule: StopRule, batch_size, batch_format, elapsed_s: float,
-              ram_budget_bytes: int | None = None) -> Diagnosis:
+def conclude_run(state: DiagnoseRun, log, rule: StopRule, batch_size, batch_format, elapsed_s: float,
+                 ram_budget_bytes: int | None = None) -> Diagnosis:
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
     complete = not state.interrupted and state.stall is None and state.failure is None
     if state.stall is not None:

@@ -102,8 +102,13 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.diff and args.diff != STDOUT:
         check_writable(args.diff, "--diff")
     diagnosis = read_json(args.run)
+    target = args.target or diagnosis.target
+    if args.target is None and diagnosis.settings.get("source") == "pipediag run":
+        from pipediag.run.site import patch_target
+
+        target = patch_target(diagnosis.settings.get("dataset_site"))  # or why the script cannot be patched
     selection = select_gains(diagnosis, gains_only=not args.all_applied)
-    path, function = source_of(args.target or diagnosis.target)
+    path, function = source_of(target)
     with open(path, encoding="utf-8") as f:
         source = f.read()
     options = options_from_args(args)

@@ -26,7 +26,8 @@ def from_fit(d: Diagnosis) -> bool:
 
 
 def header(d: Diagnosis) -> RenderableType:
-    lines = title(Text(), "pipediag InputMonitor:" if from_fit(d) else "pipediag diagnose", d.target, d.status)
+    command = "pipediag run" if d.settings.get("source") == "pipediag run" else "pipediag diagnose"
+    lines = title(Text(), "pipediag InputMonitor:" if from_fit(d) else command, d.target, d.status)
     lines.append("\n")
     run_lines(lines, d.step, d.element, d.stages, timing=True)
     limits = d.environment.container if d.environment is not None else None

@@ -1,0 +1,145 @@
+"""The datasets a script iterates, and the timing of its real steps.
+
+Each dataset the script iterates (or gives `fit`) is a `Source`. Every batch its loop takes goes
+through `Source.observe`, which times it as `callbacks.fit_steps` times a fit: the wait for the
+batch (t0..t1) and the rest of the step, up to the loop's next request. A step ends early at a
+cut: the iterator's end, another dataset's iterator made (a validation loop), a fit's validation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pipediag.callbacks.fit_steps import FitSteps
+from pipediag.modes.distributed import DistributedFeed
+from pipediag.modes.feeds import BatchFeed
+from pipediag.modes.runner import is_stable
+from pipediag.records.run import ModeRun, StopRule
+from pipediag.run.site import Site
+
+LOOP, DISTRIBUTED, FROM_FUNCTION, FIT = "loop", "distributed", "from_function", "fit"
+
+
+@dataclass(eq=False)
+class Source:
+    """One dataset the script iterated: how its loop receives batches, and what was timed."""
+
+    dataset: Any
+    number: int  # 1, 2, ... in the order the script first iterated them
+    site: Site | None
+    kind: str = LOOP  # LOOP | DISTRIBUTED | FROM_FUNCTION | FIT
+    batch_format: str = "tf"  # what the loop receives: "tf" values, or "keras-jax" (NumPy, fit on JAX)
+    framework: str = "tensorflow"
+    strategy: Any = None  # the tf.distribute strategy the loop's batches come through (None: plain)
+    model_name: str | None = None  # fit: the model's name
+    warmup_steps: int = 5
+    taken: int = 0  # batches the script took from it (all phases)
+    iterators: int = 0
+    last_batch: Any = None  # the last real batch, as the loop received it (the synthetic window's batch)
+    first_batch_ms: float | None = None
+    steps: FitSteps = field(init=False)
+    after: FitSteps = field(init=False)  # steps after the windows (--then continue)
+
+    def __post_init__(self) -> None:
+        self.steps = FitSteps(warmup_steps=self.warmup_steps)
+        self.after = FitSteps(warmup_steps=0)
+        self._checked = 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.strategy is not None
+
+    def where(self) -> str:
+        return self.site.text() if self.site is not None else "a place pipediag could not see"
+
+    def name(self) -> str:
+        return f"dataset {self.number} (built at {self.where()})"
+
+    def step_description(self) -> str:
+        if self.kind == FIT:
+            return f"your own model.fit of '{self.model_name}', fed through pipediag run's hook on its train function"
+        how = {DISTRIBUTED: " through strategy.experimental_distribute_dataset",
+               FROM_FUNCTION: " through strategy.distribute_datasets_from_function"}.get(self.kind, "")
+        return f"your script's own training loop over {self.name()}{how}"
+
+    def feed(self, data: Any):
+        """A feed of `data`'s batches as this loop receives them (a BatchFeed: firsts, close)."""
+        if self.kind == FROM_FUNCTION:
+            return FromFunctionFeed(data, self.strategy)
+        if self.strategy is not None:
+            return DistributedFeed(data, self.strategy)
+        return BatchFeed(data, self.batch_format)
+
+    # -- timing the real steps ---------------------------------------------------------------
+    def observe(self, steps: FitSteps, real_next: Callable[[], Any], clock_ns: Callable[[], int]) -> Any:
+        """One real batch, timed into `steps` (whose open step ended before this call)."""
+        t0 = clock_ns()
+        steps.fetch_started(t0)
+        try:
+            batch = real_next()
+        except BaseException:  # the end of the data, an error in the pipeline, Ctrl-C: no step
+            steps.fetch_failed(clock_ns())
+            raise
+        t1 = clock_ns()
+        steps.fetched(t1)
+        if self.first_batch_ms is None:
+            self.first_batch_ms = (t1 - t0) / 1e6
+        self.taken += 1
+        self.last_batch = batch
+        return batch
+
+    def enough(self, rule: StopRule, observe_steps: int | None, now_ns: int) -> str | None:
+        """Whether the observed steps (warm-up left out) pin the rate down, as the stop reason of
+        the pipeline mode they make: `observe_steps` of them when given ("max_steps"), else as a
+        mode's stop rule says ("stable", or "time_cap"); None: not yet."""
+        steps = self.steps
+        n = steps.steps - steps.warmup_steps
+        if n <= 0:
+            return None
+        if observe_steps is not None:
+            return "max_steps" if n >= observe_steps else None
+        w = steps.warmup_steps
+        elapsed_s = (now_ns - steps.t0[w]) / 1e9
+        if elapsed_s >= rule.max_seconds:
+            return "time_cap"
+        if n >= rule.max_steps:
+            return "max_steps"
+        if n < rule.min_steps or elapsed_s < rule.min_seconds or n < self._checked * 1.125:
+            return None
+        self._checked = n
+        step_ns = [steps.end[k] - steps.t0[k] for k in range(w, steps.steps)]
+        return "stable" if is_stable(step_ns, rule.rel_half_width, rule.mean_rel_half_width) else None
+
+    def pipeline_run(self, stop_reason: str) -> ModeRun | None:
+        """The observed steps as the pipeline mode: the user's own loop on the user's pipeline."""
+        run = self.steps.mode_run(stop_reason)
+        if run is None:
+            return None
+        n = run.steps
+        note = (f"measured in your script's own loop by pipediag run: {n} steps of {self.name()} after "
+                f"{run.warmup_steps} warm-up step(s); the wait is the time the loop waited for each batch, the "
+                "rest of the step is everything until it asked for the next one")
+        return replace(run, notes=(note,) + run.notes[1:])
+
+    def after_text(self) -> str | None:
+        """The steps after the windows (--then continue), in a sentence."""
+        after = self.after
+        n = after.steps
+        if n == 0:
+            return None
+        wait = sum(after.t1[k] - after.t0[k] for k in range(n))
+        total = sum(after.end[k] - after.t0[k] for k in range(n))
+        share = f"{100 * wait / total:.0f}%" if total else "unknown"
+        return (f"after the windows your loop went on with the real pipeline for {n} step(s): the input wait was "
+                f"{share} of their time")
+
+
+
+class FromFunctionFeed(DistributedFeed):
+    """Each input worker's dataset is `dataset` itself, as distribute_datasets_from_function makes it."""
+
+    def _new(self):
+        dataset = self.dataset
+        return iter(self.strategy.distribute_datasets_from_function(lambda context: dataset))

@@ -1,0 +1,164 @@
+"""The counterfactual windows inside the user's own loop: the loop is inverted, so diagnose's
+own machinery (api.gather: run_mode, the input-only mode, the anatomy, the tuned rewrite with its
+ablation and checks) runs unchanged, with the user's loop as its step.
+
+The windows run in a controller thread. Its step is `Handoff.step(batch)`: the batch goes to the
+loop's pending request for a batch (the loop is blocked in the tap's `__next__`), and the step
+returns when the loop asks for its next batch, that is when the user's own step, callbacks and
+logging are done. While no step is asked for (the input-only mode, the anatomy, a cache fill) the
+loop stays paused inside its request. When the windows end, the loop gets "resume" (the real
+iterator again, where it was) or "stop".
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import replace
+from typing import Any
+
+from pipediag.api.gather import DiagnoseRun, Gathering, Plan
+from pipediag.modes.feeds import FIRST_BATCHES_KEPT, BatchFeed
+from pipediag.records.options import RunOptions
+from pipediag.records.step import StepInfo
+from pipediag.samples.sampler import Sampler
+from pipediag.steps.step import Observed, Step
+
+BATCH, RESUME, STOP = "batch", "resume", "stop"
+
+
+class LoopGone(KeyboardInterrupt):
+    """The script stopped asking for batches during a window (it ended, raised, or was
+    interrupted). A KeyboardInterrupt, so the mode running keeps what it measured, as on Ctrl-C."""
+
+
+class Handoff:
+    """The two ends of the inverted loop (SimpleQueues: C code that a signal interrupts cleanly)."""
+
+    def __init__(self) -> None:
+        self._to_loop: queue.SimpleQueue = queue.SimpleQueue()
+        self._from_loop: queue.SimpleQueue = queue.SimpleQueue()
+        self.gone = threading.Event()
+        self.steps = 0
+
+    # the loop's side (the main thread, inside a tap's __next__)
+    def request(self, step_done: bool) -> tuple[str, Any]:
+        """The loop asks for a batch; `step_done`: its previous (window) step ends here."""
+        if step_done:
+            self._from_loop.put(True)
+        return self._to_loop.get()
+
+    def loop_gone(self) -> None:
+        self.gone.set()
+        self._from_loop.put(False)
+
+    # the controller's side
+    def step(self, batch: Any) -> None:
+        if self.gone.is_set():
+            raise LoopGone
+        self._to_loop.put((BATCH, batch))
+        if not self._from_loop.get():
+            raise LoopGone
+        self.steps += 1
+
+    def end(self, command: str) -> None:
+        self._to_loop.put((command, None))
+
+
+def loop_step(handoff: Handoff, description: str, batch_format: str, framework: str) -> Step:
+    """The user's loop as the modes' step: it returns when the loop asks for its next batch."""
+    return Step(run=handoff.step,
+                info=StepInfo(kind="script_loop", description=description, batch_format=batch_format),
+                observed=lambda: Observed(framework, "the loop's next request for a batch"))
+
+
+class Windows(Gathering):
+    """Synthetic, input-only and tuned windows (with the anatomy) for the training dataset
+    `source`, its loop fed through `handoff`. The pipeline mode is the observed steps, already in
+    `state.runs`."""
+
+    def __init__(self, state: DiagnoseRun, sampler: Sampler, options: RunOptions, plan: Plan, progress, watchdog,
+                 source, handoff: Handoff):
+        super().__init__(state, sampler, options, plan, progress, watchdog)
+        self.source, self.handoff = source, handoff
+
+    def run(self, builder=None) -> None:
+        self.prepare_windows()
+        self.measure("synthetic", self.free_input(), True)
+        self.take_reference()
+        if "input_only" in self.plan.modes:
+            self.feeds["input_only"] = BatchFeed(self.dataset, "tf")
+            try:
+                self.measure("input_only", self.paused_feed(self.feeds["input_only"]), False)
+            finally:
+                self.feeds["input_only"].close()
+        if self.source.batch_format in ("tf", "keras-jax") and not self.source.distributed:
+            self.handover()
+        if self.plan.anatomy and self.graph is not None and "input_only" in self.plan.modes:
+            self.anatomy()
+        if "tuned" in self.plan.modes and self.graph is not None:
+            self.tuned()
+
+    def prepare_windows(self) -> None:
+        """The training dataset's graph, stages and first batch (a fresh iterator of it, read
+        while the loop is paused: the loop's own iterator is not touched)."""
+        from pipediag.builder.prepare import prepare_dataset
+        from pipediag.records.stall import Stalled
+        from pipediag.steps.device_memory import DeviceMemory
+
+        source, state = self.source, self.state
+        try:
+            prepared = prepare_dataset(source.dataset, {}, None, True, 0, clock_ns=self.clock_ns,
+                                       phase=self.progress.phase, who=f"the dataset built at {source.where()}",
+                                       guard=self.watchdog.call)
+        except Stalled as stall:
+            self.graph, self.dataset = getattr(stall, "graph", None), source.dataset
+            raise self.stalled("first batch", stall) from None
+        self.prepared, self.dataset, self.graph = prepared, prepared.dataset, prepared.graph
+        state.notes.extend(prepared.notes)
+        state.stages, state.cardinality, state.element = prepared.stages, prepared.cardinality, prepared.element
+        state.first_batch_ms = source.first_batch_ms
+        self.first_batch = prepared.first_batch
+        self.step = loop_step(self.handoff, source.step_description(), source.batch_format, source.framework)
+        state.step = self.step
+        self.memory = DeviceMemory(lambda: source.framework)
+
+    def take_reference(self) -> None:
+        """The original pipeline's first batches as the loop receives them, for the tuned checks."""
+        feed = self.step_feed(self.dataset)
+        try:
+            for _ in range(FIRST_BATCHES_KEPT):
+                feed()
+        finally:
+            feed.close()
+        self.feeds["pipeline"] = feed
+
+    def paused_feed(self, feed):
+        """A feed that ends its mode (as Ctrl-C does) once the script is gone."""
+        gone = self.handoff.gone
+
+        def next_batch() -> Any:
+            if gone.is_set():
+                raise LoopGone
+            return feed()
+
+        return next_batch
+
+    def step_feed(self, data):
+        return self.source.feed(data)
+
+    def free_input(self):
+        """One real batch, as the loop received it, handed out again and again."""
+        from pipediag.modes.feeds import constant_feed
+
+        batch = self.source.last_batch
+        if self.source.batch_format == "tf" and not self.source.distributed:
+            return constant_feed(batch, "tf")  # on the accelerator when there is one, as diagnose holds it
+        return lambda: batch
+
+
+def window_rule(rule, seconds: float | None):
+    """The windows' stop rule with --window-seconds as its cap."""
+    if seconds is None:
+        return rule
+    return replace(rule, max_seconds=seconds, min_seconds=min(rule.min_seconds, seconds / 2))

@@ -45,6 +45,7 @@ CASES = [
     ("input", "input", [], 120),
     ("memory", "memory", [], 80),
     ("tiny_step", "host", [], 100),
+    ("tiny_step_tf_batches", "host", [], 100),
     ("keras_input", "input", [], 150),
     ("keras_compute", "compute", [], 150),
     ("torch_py_function", "input", [], 150),
@@ -148,12 +149,22 @@ def scenario_kind(path: str) -> tuple[str, dict[str, str]]:
     return ("model" if "make_model" in names else "step"), env
 
 
+def batch_format(path: str) -> str:
+    """A step scenario's `BATCH_FORMAT` (numpy unless it says otherwise), read from its source."""
+    with open(os.path.join(ROOT, path)) as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "BATCH_FORMAT" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return "numpy"
+
+
 def diagnose_case(name: str, extra: list[str], timeout: float, out_dir: str, max_seconds: float) -> dict:
     spec = f"{SCEN}/{name}.py"
     json_path = os.path.join(out_dir, f"{name}.json")
     kind, env = scenario_kind(spec)
     how = (["--model", f"{spec}:make_model"] if kind == "model"
-           else ["--step", f"{spec}:make_step", "--batch-format", "numpy"])
+           else ["--step", f"{spec}:make_step", "--batch-format", batch_format(spec)])
     cmd = [sys.executable, "-m", "pipediag", "diagnose", f"{spec}:make_dataset", *how,
            "--max-seconds", str(max_seconds), "--json", json_path, "--quiet", *extra]
     result = run(cmd, out_dir, name, timeout, env)

@@ -26,6 +26,7 @@ SMALL = {
     "input": {"SLEEP_S": 0.0},
     "sweep": {"WIDTH": 32, "HIDDEN": 64},
     "tiny_step": {},
+    "tiny_step_tf_batches": {},
 }
 
 

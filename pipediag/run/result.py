@@ -12,8 +12,14 @@ from pipediag.results.diagnose import Diagnosis
 from pipediag.run.launch import FINISHED, INTERRUPTED, RAISED, STOPPED, Ending
 from pipediag.run.session import THEN_CONTINUE, Fault, Session
 
-WEIGHTS_NOTE = ("the synthetic window trained your model on one repeated batch, and the tuned window on the tuned "
+
+def weights_note(windows_run) -> str:
+    """What the windows that ran trained the model on: the tuned window is skipped where it could
+    not change the fixes (fixes.worth_tuning), and then the note does not claim it."""
+    if "tuned" in windows_run:
+        return ("the synthetic window trained your model on one repeated batch, and the tuned window on the tuned "
                 "pipeline's batches, for a few seconds each: the weights changed")
+    return "the synthetic window trained your model on one repeated batch for a few seconds: the weights changed"
 
 
 def conclude_script(session: Session, ending: Ending, log, elapsed_s: float, label: str) -> tuple[Diagnosis, Fault | None]:
@@ -72,7 +78,7 @@ def _script_notes(session: Session, ending: Ending, training) -> list[str]:
     for s in others:
         notes.append(f"also iterated: {s.name()}, {s.taken} batches (not diagnosed)")
     if "synthetic" in session.state.runs:
-        notes.append(WEIGHTS_NOTE + ("; training then went on from them (--then continue)"
+        notes.append(weights_note(session.state.runs) + ("; training then went on from them (--then continue)"
                                      if session.plan.then == THEN_CONTINUE else "; the script was then stopped"))
     if training is not None and training.after_text():
         notes.append(training.after_text())

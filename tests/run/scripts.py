@@ -49,3 +49,12 @@ def run_command(*argv: str, env: dict | None = None, timeout: float = 240) -> su
     environ = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="120", TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
     return subprocess.run([sys.executable, "-m", "pipediag", "run", *argv], capture_output=True, text=True,
                           env=environ, timeout=timeout, cwd=ROOT)
+
+
+def assert_windows_ran(saved: dict) -> None:
+    """Every window ran in a saved run: synthetic, pipeline and input_only; the tuned window ran or
+    was skipped with its reason (fixes.worth_tuning: an in-memory pipeline has nothing to change,
+    so a tuned run could not change the fixes)."""
+    assert all(saved["modes"][m] is not None for m in ("pipeline", "synthetic", "input_only")), saved["modes"].keys()
+    skipped = [n for n in saved["notes"] if n.startswith("tuned mode skipped")]
+    assert saved["modes"]["tuned"] is not None or skipped, saved["notes"]

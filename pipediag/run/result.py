@@ -73,7 +73,9 @@ def _script_notes(session: Session, ending: Ending, training) -> list[str]:
     notes = []
     others = [s for s in session.sources.values() if s is not training and (s.taken or s.iterators)]
     if training is not None:
-        chosen = "the one model.fit got" if training.kind == "fit" else "the one iterated most"
+        chosen = ("the one model.fit got" if training.kind == "fit" else
+                  "the first one whose steps reached a stable rate" if session.training is training else
+                  "the one iterated most (no dataset reached a stable rate)")
         notes.append(f"training dataset: {training.name()}, {chosen}; {training.taken} batches taken")
     for s in others:
         notes.append(f"also iterated: {s.name()}, {s.taken} batches (not diagnosed)")

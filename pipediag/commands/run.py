@@ -92,7 +92,6 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.records.options import RunOptions
     from pipediag.records.run import StopRule
     from pipediag.results.diagnose import MODE_NAMES
-    from pipediag.run.session import ScriptPlan
 
     if os.environ.get("TF_CONFIG"):
         raise UsageError("TF_CONFIG is set: multi-worker training is out of scope for pipediag run",
@@ -102,6 +101,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     target.check()
     check_outputs(args)
     check_gpus_argument(args)
+    from pipediag.run.session import ScriptPlan  # imports TensorFlow: after the checks a user can act on without it
+
     modes = tuple(m for m in MODE_NAMES if not (args.no_tuned and m == "tuned"))
     plan = ScriptPlan(then=args.then, observe_steps=args.observe_steps,
                       rule=StopRule(max_seconds=args.window_seconds, min_seconds=min(2.0, args.window_seconds / 2)),

@@ -354,11 +354,16 @@ def _decode_reduced_code(fn: str, details: dict[str, Any]) -> str:
     """decode_jpeg at the largest ratio that still leaves the resize's size, picked from the header."""
     height, width = details.get("size") or ("H", "W")
     return (
-        f"# in {fn}: instead of tf.io.decode_jpeg(jpeg, channels=3) before tf.image.resize(image, [{height}, {width}])\n"
+        f"# in {fn}: instead of tf.io.decode_jpeg(jpeg, channels=3)\n"
+        f"# before tf.image.resize(image, [{height}, {width}]):\n"
         "hw = tf.image.extract_jpeg_shape(jpeg)  # the header only\n"
-        f"reach = tf.minimum(hw[0] // {height}, hw[1] // {width})  # how many times the resize shrinks it\n"
-        "image = tf.case([(reach >= r, lambda r=r: tf.io.decode_jpeg(jpeg, channels=3, ratio=r)) for r in (8, 4, 2)],\n"
-        "                default=lambda: tf.io.decode_jpeg(jpeg, channels=3), exclusive=False)\n"
-        "# or simply ratio=2 when every image is at least twice the size. Approximate: the decoder's downscale\n"
-        "# averages where a bilinear resize samples, so pixels differ slightly from a full decode and resize"
+        f"reach = tf.minimum(hw[0] // {height}, hw[1] // {width})  # the shrink\n"
+        "image = tf.case(\n"
+        "    [(reach >= r, lambda r=r: tf.io.decode_jpeg(\n"
+        "        jpeg, channels=3, ratio=r)) for r in (8, 4, 2)],\n"
+        "    default=lambda: tf.io.decode_jpeg(jpeg, channels=3),\n"
+        "    exclusive=False)\n"
+        "# or ratio=2 when every image is at least twice the size.\n"
+        "# Approximate: the decoder's downscale averages where a\n"
+        "# bilinear resize samples: pixels differ slightly"
     )

@@ -30,11 +30,12 @@ class OutputCheck:
     text: str
 
 
-def compare_values(expected: list, got: list) -> str | None:
-    """'identical values', 'equal within float rounding (rtol ...)', or None when they differ."""
+def paired_arrays(expected: list, got: list) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The batches' components side by side as NumPy arrays (variants left out), or None when the
+    batches differ in number, structure, shape or dtype: what both value checks start from."""
     if not expected or len(expected) != len(got):
         return None
-    exact = True
+    pairs = []
     for a, b in zip(expected, got):
         if not same_structure(a, b):
             return None
@@ -44,11 +45,22 @@ def compare_values(expected: list, got: list) -> str | None:
             x, y = np.asarray(x), np.asarray(y)
             if x.shape != y.shape or x.dtype != y.dtype:
                 return None
-            if np.array_equal(x, y):
-                continue
-            exact = False
-            if x.dtype.kind not in "fc" or not np.allclose(x, y, rtol=RTOL, atol=ATOL):
-                return None
+            pairs.append((x, y))
+    return pairs
+
+
+def compare_values(expected: list, got: list) -> str | None:
+    """'identical values', 'equal within float rounding (rtol ...)', or None when they differ."""
+    pairs = paired_arrays(expected, got)
+    if pairs is None:
+        return None
+    exact = True
+    for x, y in pairs:
+        if np.array_equal(x, y):
+            continue
+        exact = False
+        if x.dtype.kind not in "fc" or not np.allclose(x, y, rtol=RTOL, atol=ATOL):
+            return None
     return "identical values" if exact else f"equal within float rounding (rtol {RTOL:g})"
 
 
@@ -105,28 +117,21 @@ def is_deterministic(has_random_stage: bool, first: list, second: list | None) -
 def compare_close(expected: list, got: list) -> str | None:
     """For an approximate change: the same structure, shapes and dtypes, non-float values equal, and
     every float output's mean |difference| within APPROX_MEAN_REL of its value range; the text, or None."""
-    if not expected or len(expected) != len(got):
+    pairs = paired_arrays(expected, got)
+    if pairs is None:
         return None
     worst_mean = worst_max = 0.0
-    for a, b in zip(expected, got):
-        if not same_structure(a, b):
+    for x, y in pairs:
+        if x.dtype.kind not in "fc":
+            if not np.array_equal(x, y):
+                return None
+            continue
+        span = float(np.ptp(x)) if x.size else 0.0
+        diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
+        if diff.size and span > 0:
+            worst_mean, worst_max = max(worst_mean, float(diff.mean()) / span), max(worst_max, float(diff.max()) / span)
+        elif diff.size and diff.max() > 0:
             return None
-        for x, y in zip(tf.nest.flatten(a, expand_composites=True), tf.nest.flatten(b, expand_composites=True)):
-            if getattr(x, "dtype", None) == tf.variant:
-                continue
-            x, y = np.asarray(x), np.asarray(y)
-            if x.shape != y.shape or x.dtype != y.dtype:
-                return None
-            if x.dtype.kind not in "fc":
-                if not np.array_equal(x, y):
-                    return None
-                continue
-            span = float(np.ptp(x)) if x.size else 0.0
-            diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
-            if diff.size and span > 0:
-                worst_mean, worst_max = max(worst_mean, float(diff.mean()) / span), max(worst_max, float(diff.max()) / span)
-            elif diff.size and diff.max() > 0:
-                return None
     if worst_mean > APPROX_MEAN_REL:
         return None
     return (f"close, as an approximate change allows: mean |difference| {100 * worst_mean:.2f}% of the value range "

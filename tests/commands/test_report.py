@@ -14,6 +14,7 @@ from tests.comparisons import comparison
 from tests.report.test_scale import result as scale_result
 from tests.report.test_sweep import a_sweep
 from tests.summaries import diagnosis
+from tests import unprivileged
 from tests.test_cli import ROOT, pipediag
 
 EVIL = "<script>alert(1)</script>"
@@ -123,8 +124,7 @@ def test_an_unprivileged_user_gets_the_device_error_and_the_folder_check(tmp_pat
     import shutil
     import tempfile
 
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to run a child as an unprivileged user")
+    unprivileged.skip_unless_possible()
     folder = tempfile.mkdtemp(prefix="pipediag-as-user-")
     try:
         os.chmod(folder, 0o755)
@@ -133,7 +133,7 @@ def test_an_unprivileged_user_gets_the_device_error_and_the_folder_check(tmp_pat
         os.chmod(saved, 0o644)
 
         def as_nobody(*args):
-            return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+            return subprocess.run([*unprivileged.NOBODY, sys.executable,
                                    "-m", "pipediag", "report", saved, *args], capture_output=True, text=True, cwd="/",
                                   env=dict(os.environ, PYTHONPATH=ROOT, COLUMNS="200", HOME="/tmp"), timeout=180)
 

@@ -18,6 +18,7 @@ import pytest
 from pipediag.errors import OutputError
 from pipediag.records import files
 from pipediag.records.files import resolve, write_text
+from tests import unprivileged
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -152,8 +153,7 @@ AS_USER = textwrap.dedent('''
 
 @pytest.fixture
 def user_folder():
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to run a child as an unprivileged user")
+    unprivileged.skip_unless_possible()
     folder = tempfile.mkdtemp(prefix="pipediag-as-user-")
     os.chmod(folder, 0o755)
     yield folder
@@ -161,7 +161,7 @@ def user_folder():
 
 
 def _as_nobody(*args, **kw):
-    return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *args],
+    return subprocess.run([*unprivileged.NOBODY, *args],
                           capture_output=True, text=True, timeout=120, **kw)
 
 

@@ -10,11 +10,11 @@ from dataclasses import replace
 import pytest
 
 from pipediag.records.files import write_json
+from tests import unprivileged
 from tests.comparisons import comparison
 from tests.report.test_scale import result as scale_result
 from tests.report.test_sweep import a_sweep
 from tests.summaries import diagnosis
-from tests import unprivileged
 from tests.test_cli import ROOT, pipediag
 
 EVIL = "<script>alert(1)</script>"

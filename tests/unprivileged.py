@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def why_not() -> str | None:
     """None when a child can run pipediag as nobody here; else the reason it cannot.
 

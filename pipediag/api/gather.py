@@ -153,13 +153,24 @@ class Gathering:
         oom = synthetic.stop_reason == OUT_OF_MEMORY
         if oom:
             state.notes.append("the step ran out of memory with free input: pipeline and tuned modes were skipped")
+        pipeline_decided, input_decided = self.sequential(synthetic)
         if not oom:
             self.feeds["pipeline"] = self.step_feed(self.dataset)
-            self.measure("pipeline", self.feeds["pipeline"], True)
+            self.measure("pipeline", self.feeds["pipeline"], True, decided=pipeline_decided)
         if "input_only" in self.plan.modes:
             self.feeds["input_only"] = BatchFeed(self.dataset, self.step.info.batch_format)
-            self.measure("input_only", self.feeds["input_only"], False)
+            self.measure("input_only", self.feeds["input_only"], False, decided=input_decided)
         return oom
+
+    def sequential(self, synthetic: ModeRun):
+        """The `decided` conditions of pipeline and input_only modes, compared as they run with
+        synthetic mode (verdict.sequential); none under --thorough, or without a synthetic rate."""
+        from pipediag.verdict.sequential import InputOnlyDecided, PipelineDecided, rate_reading
+
+        free = rate_reading(synthetic.step_ns)
+        if self.plan.thorough or free is None or free.interval is None:
+            return None, None
+        return PipelineDecided(free), InputOnlyDecided(free)
 
     def handover(self) -> None:
         """Time the hand-over of an already-produced batch (modes/handover.py). It runs only pipediag's

@@ -22,7 +22,7 @@ from typing import Any
 from pipediag import stats
 from pipediag.modes.stepping import Clocked, OutOfMemory, Overlapped, guarded
 from pipediag.modes.watchdog import Watchdog
-from pipediag.records.kinds import INTERRUPTED, OUT_OF_MEMORY, STALLED
+from pipediag.records.kinds import DECIDED, INTERRUPTED, OUT_OF_MEMORY, STALLED
 from pipediag.records.run import ErrorInfo, ModeRun, StopRule
 from pipediag.records.stall import Stalled
 
@@ -65,6 +65,7 @@ def run_mode(
     dispatch: Callable[[Any], Callable[[], Any]] | None = None,
     hideable_ns: int | None = None,
     watchdog: Watchdog | None = None,
+    decided: Callable[[list[int], list[int]], bool] | None = None,
 ) -> ModeRun:
     """Time one mode. `warmup_until`, if given, extends the warm-up until it returns True
     (bounded by `rule.warmup_max_seconds`), e.g. until a cache has been filled once.
@@ -78,13 +79,16 @@ def run_mode(
     Keras and jax.jit trace once per new input shape, as they do on the first step, so that step
     is a compile, not the steady state (a finite dataset without drop_remainder ends each epoch
     with a short batch). More than MAX_NEW_SHAPE_STEPS of them: they are the steady state and go
-    back into the timings, with a note."""
+    back into the timings, with a note.
+    `decided(wait_ns, compute_ns)`, if given, is asked at the same checkpoints as the stable rule,
+    from `rule.decide_min_seconds` on: True ends the mode with stop_reason "decided"
+    (verdict.sequential: the readings that decide the verdict are clear of their lines)."""
     if dispatch is not None and step is not None:
         raise ValueError("give step or dispatch, not both")
     overlapped = Overlapped(clock_ns, next_batch, dispatch, hideable_ns) if dispatch is not None else None
     clocked = overlapped or Clocked(clock_ns, next_batch, step)
     timer = _ModeTimer(name, clocked, overlapped, guarded(clocked, watchdog, name), rule, clock_ns, progress,
-                       hideable_ns, track_shapes=step is not None or dispatch is not None)
+                       hideable_ns, track_shapes=step is not None or dispatch is not None, decided=decided)
     try:
         timer.warm_up(first_step_is_compile, warmup_until)
         return timer.time()  # ends time_cap, max_steps or stable
@@ -105,10 +109,11 @@ class _ModeTimer:
 
     def __init__(self, name: str, clocked: Clocked, overlapped: Overlapped | None,
                  guarded: Callable[[Callable[[], Any]], Any], rule: StopRule, clock_ns: Callable[[], int],
-                 progress: ProgressFn | None, hideable_ns: int | None, *, track_shapes: bool) -> None:
+                 progress: ProgressFn | None, hideable_ns: int | None, *, track_shapes: bool,
+                 decided: Callable[[list[int], list[int]], bool] | None = None) -> None:
         self.name, self.clocked, self.overlapped, self.guarded = name, clocked, overlapped, guarded
         self.rule, self.clock_ns, self.progress, self.hideable_ns = rule, clock_ns, progress, hideable_ns
-        self.track_shapes = track_shapes
+        self.track_shapes, self.decided = track_shapes, decided
         self.notes: list[str] = []
         self.first_step_ns: int | None = None
         self.warmup_steps = 0
@@ -160,8 +165,9 @@ class _ModeTimer:
                 self.progress(self.name, 0.0, rule.max_seconds, 0)
 
     def time(self) -> ModeRun:
-        """Timed steps until the time cap, the step cap, or stable timings."""
-        rule, overlapped = self.rule, self.overlapped
+        """Timed steps until the time cap, the step cap, stable timings, or a decision (`decided`)."""
+        rule, overlapped, decided = self.rule, self.overlapped, self.decided
+        first_check_s = min(rule.min_seconds, rule.decide_min_seconds) if decided is not None else rule.min_seconds
         wait, compute = self.wait, self.compute
         self.window_start = self.clock_ns()
         last_check = 0
@@ -188,10 +194,13 @@ class _ModeTimer:
             if n >= rule.max_steps:
                 return self.finish("max_steps")
             # Checking costs O(n log n): do it only when the count has grown by an eighth.
-            if n >= rule.min_steps and elapsed_s >= rule.min_seconds and n >= last_check * 1.125:
+            if n >= rule.min_steps and elapsed_s >= first_check_s and n >= last_check * 1.125:
                 last_check = n
-                if is_stable([a + b for a, b in zip(wait, compute)], rule.rel_half_width, rule.mean_rel_half_width):
+                if elapsed_s >= rule.min_seconds and is_stable([a + b for a, b in zip(wait, compute)],
+                                                               rule.rel_half_width, rule.mean_rel_half_width):
                     return self.finish("stable")
+                if decided is not None and decided(wait, compute):
+                    return self.finish(DECIDED)
 
     def keep_late_warmup(self) -> None:
         """Interrupted while waiting for the step's speed to settle: keep what those steps measured,

@@ -21,12 +21,14 @@ STALLED: Status = "stalled"
 FAILED: Status = "failed"
 
 # Why one mode's measurement stopped (modes.runner), and why compare's rounds stopped (modes.compare).
-StopReason = Literal["stable", "time_cap", "max_steps", "out_of_memory", "interrupted", "input_exhausted", "stalled"]
+# "decided": stopped once the readings that decide the verdict were clear of their lines (verdict.sequential).
+StopReason = Literal["stable", "decided", "time_cap", "max_steps", "out_of_memory", "interrupted", "input_exhausted", "stalled"]
 RoundsStop = Literal["clear", "round_cap", "time_cap", "interrupted", "out_of_memory", "input_exhausted", "stalled",
                      "failed"]
 OUT_OF_MEMORY = "out_of_memory"
 INPUT_EXHAUSTED = "input_exhausted"
 TIME_CAP = "time_cap"
+DECIDED = "decided"
 ROUND_CAP = "round_cap"
 
 # The fixes pipediag recommends (fixes.recommend) and the tuned mode's changes (tuner.rewrite).

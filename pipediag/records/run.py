@@ -21,6 +21,11 @@ class StopRule:
     machine, 1-second means of one constant step alternated between 9.5 and 11.3 ms): a ±5%
     mean would run every mode to its cap and buy nothing the verdict's own intervals do not
     already account for. Warm-up steps come first and are never part of the estimate.
+
+    A mode given a `decided` condition (diagnose's pipeline and input_only modes, compared as they
+    run with synthetic mode: verdict.sequential) may also stop once it holds, after
+    `decide_min_seconds` and `min_steps`: the verdict needs its readings clear of its lines, not
+    each mode's own estimate pinned down.
     """
 
     max_seconds: float = 10.0
@@ -31,6 +36,7 @@ class StopRule:
     warmup_max_seconds: float = 30.0  # a first-epoch cache fill may need longer than a few steps
     rel_half_width: float = 0.05
     mean_rel_half_width: float = 0.10
+    decide_min_seconds: float = 0.75
 
     def __post_init__(self) -> None:
         if self.max_seconds <= 0 or self.min_steps < 1 or self.rel_half_width <= 0:

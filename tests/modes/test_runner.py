@@ -253,3 +253,28 @@ def test_a_mode_measured_again_on_a_threshold_runs_twice_as_long_to_its_end():
 
     rule = longer(StopRule(max_seconds=6.0, min_seconds=2.0, min_steps=20))
     assert (rule.max_seconds, rule.min_seconds, rule.min_steps) == (12.0, 12.0, 40)
+
+
+def test_a_decided_condition_stops_the_mode_before_min_seconds():
+    clock = FakeClock()
+    asked = []
+
+    def decided(wait, compute):
+        asked.append((len(wait), clock.ns))
+        return len(wait) >= 60
+
+    rule = StopRule(max_seconds=10, min_seconds=2.0, min_steps=20, warmup_steps=0, decide_min_seconds=0.75)
+    pattern = iter([1, 30] * 100_000)  # never stable: only the decision can stop it early
+    run = run_mode("pipeline", feeder(clock, 0), stepper(clock, lambda: next(pattern)), rule, clock_ns=clock,
+                   decided=decided)
+    assert run.stop_reason == "decided"
+    assert asked[0][1] >= 0.75e9  # not asked before decide_min_seconds
+    assert (run.end_ns - run.start_ns) / 1e9 < 2.0
+
+
+def test_without_a_decision_the_stable_rule_keeps_its_min_seconds():
+    clock = FakeClock()
+    rule = StopRule(max_seconds=10, min_seconds=2.0, min_steps=20, warmup_steps=0)
+    run = run_mode("pipeline", feeder(clock, 1), stepper(clock, 9), rule, clock_ns=clock, decided=lambda w, c: False)
+    assert run.stop_reason == "stable"
+    assert (run.end_ns - run.start_ns) / 1e9 >= 2.0

@@ -63,7 +63,7 @@ def modes_table(d: Diagnosis) -> Table:
                           ("p90 ms", "right"), ("wait", "right"), ("CPU", "right"), ("GPU", "right"),
                           ("steps", "right")):
         table.add_column(name, justify=justify, no_wrap=True)
-    stops, first_steps = [], []
+    stops, first_steps, decided = [], [], []
     for name in MODE_NAMES:
         m = d.modes.get(name)
         if m is None:
@@ -78,13 +78,17 @@ def modes_table(d: Diagnosis) -> Table:
             name, num(m.batches_per_sec), half, num(m.step_ms_median, "{:.2f}"), num(m.step_ms_p90, "{:.2f}"),
             wait, num(m.cpu_util_pct, "{:.0f}%"), num(m.gpu_util_pct, "{:.0f}%", "n/a"), str(m.steps),
         )
-        if m.stop_reason not in ("stable", "fit_ended"):
+        if m.stop_reason == "decided":
+            decided.append(name)
+        elif m.stop_reason not in ("stable", "fit_ended"):
             stops.append(f"{name}: {m.stop_reason.replace('_', ' ')}")
         if m.first_step_ms is not None:
             first_steps.append(f"first step (tracing, compiling) {m.first_step_ms:.0f} ms, kept out of the timings")
         if m.new_shape_steps_ms:
             first_steps.append(new_shape_text(m))
     caption = first_steps + ([("stopped early or at the cap — " + ", ".join(stops))] if stops else [])
+    if decided:
+        caption.append(", ".join(decided) + ": stopped once the verdict's readings were clear of its lines")
     if d.handover is not None:
         caption.append(handover_text(d.handover))
     throttling = throttling_text(d)

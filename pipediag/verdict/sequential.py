@@ -1,0 +1,151 @@
+"""Sequential stopping: a mode stops once the readings that decide the verdict are clear of their lines.
+
+A mode's own stop rule (records.run.StopRule) waits until its median and mean are pinned down, at
+least `min_seconds` (2 s) each. That is what a mode needs on its own; the verdict needs less: it
+compares the modes' rates and the fed step's wait with a few lines (verdict.thresholds). Once
+synthetic mode has been measured, pipeline and input_only modes are compared with it as they run,
+and each stops as soon as every line that decides the verdict is clear of the reading's interval,
+after `decide_min_seconds` (0.75 s) and `min_steps`; a reading near a line measures on to the
+mode's own rule, as before (issue 26: measure longer only near a line).
+
+The lines, as the verdict's rules use them (verdict.rules):
+- pipeline mode: the fed step's slowdown, synthetic over pipeline rate, against GAP_SIGNIFICANT
+  (`_starved`, the contention rule) and, where the step may have waited 5% or more, against 1
+  (`clearly_above_one`: the wait's confidence and whether the wait cost throughput); the wait's
+  share of step time against INPUT_WAIT_MODERATE and INPUT_WAIT_HIGH;
+- input_only mode: the input alone over the free step against 1 (`clearly_below_one`, starved)
+  and INPUT_HEADROOM (input outruns the step).
+
+"Clear" is conservative twice over: the 95% interval (the ratio's from the far ends of the two
+rates' intervals, as analysis.modes.ratio_of) must miss the line by LINE_MARGIN of it (the drift a
+shared machine shows between windows of seconds), and the second half of the window on its own
+must sit on the same side of every line (a prefetch buffer filled during warm-up, drained in the
+first steps, makes a window's start faster than its steady state). A mode that stops so has
+stop_reason "decided". The readings other rules compare (the contention rule's step ratio, the
+hand-over edge) keep their own safety net: a reading within its spread of a line is measured
+again, longer (api.gather.measure_edges_again). Pure Python on plain numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pipediag import stats
+from pipediag.analysis.modes import ratio_of
+from pipediag.verdict import thresholds as T
+
+LINE_MARGIN = 0.10  # an interval must miss a line by 10% of it (ratios)
+WAIT_MARGIN = 0.02  # ... and a wait share by 2 points of step time
+
+DecidedFn = Callable[[Sequence[int], Sequence[int]], bool]  # (wait_ns, compute_ns) so far -> decided
+
+
+@dataclass(frozen=True)
+class RateReading:
+    """Batches per second over a window, with its 95% interval (None where none can be formed)."""
+
+    rate: float
+    low: float | None
+    high: float | None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return None if self.low is None or self.high is None else (self.low, self.high)
+
+
+def rate_reading(step_ns: Sequence[int]) -> RateReading | None:
+    """The rate and its interval from step times, as analysis.modes.summarize forms them."""
+    n, total_ns = len(step_ns), sum(step_ns)
+    if not n or total_ns <= 0:
+        return None
+    mean_ci = stats.batch_means_ci(step_ns)
+    if mean_ci is None or mean_ci[0] <= 0:
+        return RateReading(n * 1e9 / total_ns, None, None)
+    return RateReading(n * 1e9 / total_ns, 1e9 / mean_ci[1], 1e9 / mean_ci[0])
+
+
+def wait_share(wait_ns: Sequence[int], step_ns: Sequence[int], batches: int = 10) -> tuple[float, float, float] | None:
+    """The share of step time spent waiting, with a batch-means 95% interval (value, low, high)."""
+    n, total_ns = len(step_ns), sum(step_ns)
+    k = min(batches, n // 2)
+    if k < 3 or total_ns <= 0:
+        return None
+    size = n // k
+    shares = []
+    for i in range(k):
+        part = sum(step_ns[i * size:(i + 1) * size])
+        shares.append(sum(wait_ns[i * size:(i + 1) * size]) / part if part > 0 else 0.0)
+    mean = sum(shares) / k
+    half = stats.t_95(k - 1) * (sum((s - mean) ** 2 for s in shares) / (k - 1) / k) ** 0.5
+    value = sum(wait_ns) / total_ns
+    return value, value - half, value + half
+
+
+def clear_of(low: float | None, high: float | None, line: float, margin: float = LINE_MARGIN) -> bool:
+    """The interval misses `line` by `margin` of it on one side."""
+    if low is None or high is None:
+        return False
+    return high < line / (1 + margin) or low > line * (1 + margin)
+
+
+def same_side(value: float | None, reference: float | None, line: float) -> bool:
+    return value is not None and reference is not None and (value >= line) == (reference >= line)
+
+
+class PipelineDecided:
+    """`decided(wait_ns, compute_ns)` for pipeline mode, against synthetic mode's rate."""
+
+    def __init__(self, synthetic: RateReading):
+        self.synthetic = synthetic
+        self.reason: str | None = None
+
+    def gap(self, step_ns: Sequence[int]):
+        fed = rate_reading(step_ns)
+        if fed is None:
+            return None
+        return ratio_of(self.synthetic.rate, self.synthetic.interval, fed.rate, fed.interval)
+
+    def __call__(self, wait_ns: Sequence[int], compute_ns: Sequence[int]) -> bool:
+        step_ns = [w + c for w, c in zip(wait_ns, compute_ns)]
+        half = len(step_ns) // 2
+        gap, late_gap = self.gap(step_ns), self.gap(step_ns[half:])
+        wait, late_wait = wait_share(wait_ns, step_ns), wait_share(wait_ns[half:], step_ns[half:])
+        if gap is None or wait is None or late_gap is None or late_wait is None:
+            return False
+        gap_lines = [T.GAP_SIGNIFICANT] + ([1.0] if wait[2] >= T.INPUT_WAIT_MODERATE else [])
+        for line in gap_lines:
+            if not (clear_of(gap.low, gap.high, line) and same_side(late_gap.value, gap.value, line)):
+                return False
+        for line in (T.INPUT_WAIT_MODERATE, T.INPUT_WAIT_HIGH):
+            if not (clear_of(wait[1], wait[2], line, WAIT_MARGIN / line) and same_side(late_wait[0], wait[0], line)):
+                return False
+        self.reason = (f"synthetic over pipeline {gap.value:.2f}x (95%: {gap.low:.2f}-{gap.high:.2f}x), waiting "
+                       f"{wait[0] * 100:.0f}% of the time: clear of the verdict's lines")
+        return True
+
+
+class InputOnlyDecided:
+    """`decided(wait_ns, compute_ns)` for input_only mode (no step: each step's time is the wait)."""
+
+    def __init__(self, synthetic: RateReading):
+        self.synthetic = synthetic
+        self.reason: str | None = None
+
+    def headroom(self, step_ns: Sequence[int]):
+        alone = rate_reading(step_ns)
+        if alone is None:
+            return None
+        return ratio_of(alone.rate, alone.interval, self.synthetic.rate, self.synthetic.interval)
+
+    def __call__(self, wait_ns: Sequence[int], compute_ns: Sequence[int]) -> bool:
+        step_ns = [w + c for w, c in zip(wait_ns, compute_ns)]
+        headroom, late = self.headroom(step_ns), self.headroom(step_ns[len(step_ns) // 2:])
+        if headroom is None or late is None:
+            return False
+        for line in (1.0, T.INPUT_HEADROOM):
+            if not (clear_of(headroom.low, headroom.high, line) and same_side(late.value, headroom.value, line)):
+                return False
+        self.reason = (f"input alone {headroom.value:.2f}x the free step (95%: {headroom.low:.2f}-{headroom.high:.2f}x): "
+                       "clear of the verdict's lines")
+        return True

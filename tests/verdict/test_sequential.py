@@ -1,0 +1,94 @@
+"""Sequential stopping (verdict.sequential) on scripted step times: no TensorFlow, no clock."""
+
+import random
+
+from pipediag.verdict.sequential import (
+    InputOnlyDecided,
+    PipelineDecided,
+    RateReading,
+    clear_of,
+    rate_reading,
+    wait_share,
+)
+
+MS = 1_000_000
+
+
+def noisy(ms: float, n: int, spread: float = 0.03, seed: int = 1) -> list[int]:
+    """n step times around `ms`, +-spread uniformly (a steady step on a quiet machine)."""
+    rng = random.Random(seed)
+    return [int(ms * MS * (1 + rng.uniform(-spread, spread))) for _ in range(n)]
+
+
+FREE = rate_reading(noisy(10.0, 200))  # the free step: 100 batches/s
+
+
+def test_the_rate_reading_matches_the_summary_rate_and_brackets_it():
+    reading = rate_reading(noisy(10.0, 200))
+    assert abs(reading.rate - 100) < 1
+    assert reading.low < reading.rate < reading.high
+
+
+def test_clear_of_needs_the_margin_on_one_side():
+    assert clear_of(1.30, 1.40, 1.15)  # 1.30 > 1.15 * 1.1
+    assert not clear_of(1.20, 1.40, 1.15)  # inside the margin
+    assert clear_of(0.90, 1.03, 1.15)  # 1.03 < 1.15 / 1.1
+    assert not clear_of(None, 1.0, 1.15)
+
+
+def test_wait_share_has_an_interval_around_the_share():
+    wait = [5 * MS] * 40
+    step = [20 * MS] * 40
+    value, low, high = wait_share(wait, step)
+    assert value == 0.25 and low == high == 0.25
+    assert wait_share(wait[:4], step[:4]) is None  # too few steps for batch means
+
+
+def test_a_starved_step_is_decided_at_once():
+    """Fed at a quarter of the free rate, waiting 75% of the time: far from every line."""
+    decided = PipelineDecided(FREE)
+    wait = noisy(30.0, 30, seed=2)
+    compute = noisy(10.0, 30, seed=3)
+    assert decided(wait, compute)
+    assert "clear of the verdict's lines" in decided.reason
+
+
+def test_a_compute_bound_step_is_decided_when_fed_at_the_free_rate_without_waiting():
+    decided = PipelineDecided(FREE)
+    assert decided([10_000] * 30, noisy(10.0, 30, seed=4))
+
+
+def test_a_gap_near_its_line_is_not_decided():
+    """Fed 1.15x slower than free: the slowdown's line itself; measure on."""
+    decided = PipelineDecided(FREE)
+    assert not decided([10_000] * 200, noisy(11.5, 200, seed=5))
+
+
+def test_a_wait_near_its_line_is_not_decided():
+    decided = PipelineDecided(FREE)
+    wait = [int(0.55 * MS)] * 60  # ~5% of a ~10.5 ms step: the moderate line
+    assert not decided(wait, noisy(10.0, 60, seed=6))
+
+
+def test_a_window_whose_second_half_crosses_a_line_is_not_decided():
+    """A prefetch buffer drained in the first steps: fast at first, then slower than free by 1.2x.
+    The whole window (1.1x) would pass for no slowdown; its second half sits above the line."""
+    decided = PipelineDecided(FREE)
+    compute = noisy(7.0, 40, seed=7) + noisy(12.5, 40, seed=8)
+    assert not decided([10_000] * 80, compute)
+
+
+def test_input_alone_far_above_or_below_the_free_step_is_decided():
+    assert InputOnlyDecided(FREE)([int(0.5 * MS)] * 2 + noisy(0.5, 40), [0] * 42)  # 20x the free step
+    below = InputOnlyDecided(FREE)
+    assert below(noisy(40.0, 30, seed=9), [0] * 30)  # a quarter of it
+    assert "0.25x" in below.reason
+
+
+def test_input_alone_near_the_headroom_line_is_not_decided():
+    assert not InputOnlyDecided(FREE)(noisy(7.7, 100, seed=10), [0] * 100)  # 1.3x: the headroom line
+    assert not InputOnlyDecided(FREE)(noisy(10.0, 100, seed=11), [0] * 100)  # 1.0x: as fast as the step
+
+
+def test_no_interval_on_the_free_step_decides_nothing():
+    assert not PipelineDecided(RateReading(100.0, None, None))([10_000] * 30, noisy(10.0, 30))

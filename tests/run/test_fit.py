@@ -63,7 +63,7 @@ x = np.random.rand(4096, 8).astype(np.float32)
 ds = tf.data.Dataset.from_tensor_slices((x, x[:, :1])).batch(16)
 model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
 model.compile(optimizer="sgd", loss="mse")
-model.fit(ds, epochs=5, verbose=0)
+model.fit(ds, epochs=200, verbose=0)  # the windows take fit's steps too: a fast step's synthetic window ran 1,259
 """)
     out = tmp_path / "jax.json"
     p = run_command("--quiet", "--observe-steps", "10", "--window-seconds", "0.5", "--no-tuned", "--no-anatomy",

@@ -22,12 +22,14 @@ def test_help_and_version():
     assert pipediag("--version").stdout.startswith("pipediag ")
 
 
+@pytest.mark.slow
 def test_bad_spec_is_a_usage_error_with_a_hint():
     result = pipediag("diagnose", "no_colon_here")
     assert result.returncode == 2
     assert "is not a spec" in result.stderr and "HINT:" in result.stderr
 
 
+@pytest.mark.slow
 def test_missing_file_is_a_usage_error():
     result = pipediag("diagnose", "does/not/exist.py:make")
     assert result.returncode == 2 and "no such file" in result.stderr
@@ -48,6 +50,7 @@ def test_output_path_that_is_a_folder_is_refused_before_running(fixture_spec, tm
     assert result.returncode == 2 and "is a folder" in result.stderr and "HINT:" in result.stderr
 
 
+@pytest.mark.slow
 def test_json_dash_pipes_the_diagnosis_alone_with_the_report_on_stderr(fixture_spec):
     """`pipediag diagnose ... --json - | jq .verdict`: standard output holds the JSON alone; a
     device output is written in place and stays a device."""

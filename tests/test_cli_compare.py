@@ -19,6 +19,7 @@ def test_baseline_takes_exactly_one_spec(fixture_spec, tmp_path):
     assert result.returncode == 2 and "exactly one SPEC" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_baseline_file_is_a_usage_error(fixture_spec, tmp_path):
     result = pipediag("compare", "--baseline", str(tmp_path / "nope.json"), fixture_spec("in_memory"), "--quiet")
     assert result.returncode == 2 and "no such file" in result.stderr

@@ -153,6 +153,7 @@ def write(path, text):
     path.write_text(text)
 
 
+@pytest.mark.slow
 def test_env_json_lists_every_item(tmp_path):
     pytest.importorskip("tensorflow")
     out = tmp_path / "env.json"

@@ -93,6 +93,7 @@ def test_tiny_step_pipeline_is_in_memory_so_no_cache_is_planned():
 KERAS_SCENARIOS = {"keras_input": {"SLEEP_S": 0.0, "HIDDEN": 8}, "keras_compute": {"WIDTH": 16, "LAYERS": 1}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(KERAS_SCENARIOS))
 def test_keras_scenario_trains_on_jax_in_a_fresh_process(name):
     # KERAS_BACKEND must be set before Keras is first imported: a process of its own.
@@ -149,6 +150,7 @@ for name, constants, batch in (("tf_keras_input", {{"SIDE": 16}}, 4), ("tf_keras
 """
 
 
+@pytest.mark.slow
 def test_tensorflow_gpu_scenarios_build_and_train_at_toy_size():
     """scenarios/gpu/tf_keras_*.py (Keras on KERAS_BACKEND=tensorflow, run on the H200 with
     TensorFlow's GPU build) at toy sizes on the CPU, in a child process: Keras reads its backend once."""

@@ -63,6 +63,7 @@ print(json.dumps({
     ("jax", "jax", ["numpy.ndarray"]),
     ("torch", "torch", ["torch.Tensor"]),
 ])
+@pytest.mark.slow
 def test_batches_are_converted_as_keras_fit_converts_them(backend, module, types):
     pytest.importorskip(module)
     done = run(backend, "-c", CONVERT, f"keras-{backend}", timeout=180)

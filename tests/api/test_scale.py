@@ -34,6 +34,7 @@ def test_the_plan_counts_the_whole_cores_a_container_allows():
     assert plan_cores(16, ContainerLimits(**{**limits.__dict__, "quota_cores": None, "quota_reason": "none"})) == 16
 
 
+@pytest.mark.slow
 def test_local_service_is_measured_planned_and_stopped():
     result = scale(pipelines.in_memory, step=pipelines.light_step(), workers=(1,), stop_rule=QUICK,
                    accelerators=(1, 4))
@@ -87,6 +88,7 @@ class _FailInService:
         pass
 
 
+@pytest.mark.slow
 def test_an_error_while_the_service_runs_stops_every_server():
     with pytest.raises(RuntimeError, match="boom"):
         scale(pipelines.in_memory, step=pipelines.light_step(), workers=(1,), stop_rule=QUICK,
@@ -94,6 +96,7 @@ def test_an_error_while_the_service_runs_stops_every_server():
     assert no_children()
 
 
+@pytest.mark.slow
 def test_remote_service_is_used_and_left_running():
     with LocalCluster() as deployment:
         deployment.add_workers(1)

@@ -29,6 +29,7 @@ def saved_run(tmp_path, name, target=None):
     return builder, run
 
 
+@pytest.mark.slow
 def test_fix_prints_the_diff_checks_the_stages_and_writes_nothing_without_apply(tmp_path):
     builder, run = saved_run(tmp_path, "cache_then_random")
     before = builder.read_text()
@@ -47,6 +48,7 @@ def test_fix_prints_the_diff_checks_the_stages_and_writes_nothing_without_apply(
     assert "ok  parallel_map map(noisy)" in piped.stderr
 
 
+@pytest.mark.slow
 def test_fix_apply_writes_the_patched_builder_and_keeps_its_comments(tmp_path):
     builder, run = saved_run(tmp_path, "vectorizable")
     before = builder.read_text()
@@ -61,6 +63,7 @@ def test_fix_apply_writes_the_patched_builder_and_keeps_its_comments(tmp_path):
     assert not list(tmp_path.glob(".pipediag_patched_*"))  # the hidden copy is gone
 
 
+@pytest.mark.slow
 def test_fix_refuses_a_builder_that_changed_since_the_diagnosis(tmp_path):
     builder, run = saved_run(tmp_path, "serial_random_map")
     result = pipediag("fix", str(run), "--target", f"{builder}:changed_function", "--no-measure")
@@ -69,6 +72,7 @@ def test_fix_refuses_a_builder_that_changed_since_the_diagnosis(tmp_path):
     assert "HINT:" in result.stderr
 
 
+@pytest.mark.slow
 def test_fix_refuses_a_tfds_target(tmp_path):
     _, run = saved_run(tmp_path, "serial_random_map", target="tfds:mnist")
     result = pipediag("fix", str(run))

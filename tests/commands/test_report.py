@@ -80,6 +80,7 @@ def _saved_diagnosis(tmp_path):
     return saved
 
 
+@pytest.mark.slow
 def test_dash_sends_one_file_to_standard_output_and_the_report_to_standard_error(tmp_path):
     result = pipediag("report", str(_saved_diagnosis(tmp_path)), "--samples-csv", "-")
     assert result.returncode == 0, result.stderr
@@ -118,6 +119,7 @@ def test_dev_stdout_into_a_file_keeps_the_report_beside_the_file(tmp_path):
     assert os.stat(out).st_ino == inode
 
 
+@pytest.mark.slow
 def test_an_unprivileged_user_gets_the_device_error_and_the_folder_check(tmp_path):
     """As nobody: /dev/full is written to (and full), /dev/null passes, a folder it may not write
     in is refused before anything is read."""

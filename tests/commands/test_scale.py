@@ -56,6 +56,7 @@ def test_data_dir_without_a_tfds_target_is_a_usage_error():
     assert result.returncode == 2 and "tfds:NAME" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_interrupt_stops_every_server_and_writes_the_partial_report(fixture_spec, tmp_path, sig):
     out, page = tmp_path / "scale.json", tmp_path / "scale.html"

@@ -48,6 +48,7 @@ def states(readings):
     return [(r.stage, r.state) for r in readings]
 
 
+@pytest.mark.slow
 def test_the_prefix_that_gives_nothing_names_the_hanging_stage(never):
     ds = hanging(never)
     readings = probe_prefixes(PipelineGraph.from_dataset(ds), ds.options(), first_s=1.0, window_s=0.4)
@@ -62,6 +63,7 @@ def test_a_shuffle_fed_slowly_reads_as_filling_not_as_stalled():
     assert readings[-1].fill_s > 1.0  # longer than the probe waits: not read, so no second buffer is filled
 
 
+@pytest.mark.slow
 def test_a_stage_that_stops_after_some_elements_is_found_after_a_stall(never):
     ds = hanging(never, after=40)  # its input is x * 2: it hangs on its 21st element
     finding, readings = locate(PipelineGraph.from_dataset(ds), ds.options(), first_s=1.0)
@@ -69,6 +71,7 @@ def test_a_stage_that_stops_after_some_elements_is_found_after_a_stall(never):
     assert readings[-1].state == "stopped" and readings[-1].elements == 20
 
 
+@pytest.mark.slow
 def test_the_early_word_names_the_stage_while_the_first_batch_is_awaited_and_the_stall_keeps_it(never):
     said = []
     dog = Watchdog(floor_s=0.0, first_call_s=4.0)  # pipediag's own deadline, scaled down

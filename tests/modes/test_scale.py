@@ -24,6 +24,7 @@ def elements(feed, count):
     return sorted(int(v) for _ in range(count) for v in feed().numpy().ravel())
 
 
+@pytest.mark.slow
 def test_parallel_epochs_sends_every_example_once_per_worker(two_workers):
     ds = tf.data.Dataset.range(12).batch(3)
     feed = open_feed(ds, two_workers.target, "parallel_epochs", "tf", timeout_s=60)
@@ -75,6 +76,7 @@ def test_py_function_off_the_main_chain_is_found_too():
     assert not graph_calls_python(PipelineGraph.from_dataset(tf.data.Dataset.range(8).map(lambda x: x + 1)))
 
 
+@pytest.mark.slow
 def test_a_dispatcher_without_workers_is_an_error_not_a_hang():
     with LocalCluster() as empty:
         with pytest.raises(ServiceError, match="no answer from the tf.data service within 2 s") as caught:

@@ -18,6 +18,7 @@ model.compile(optimizer="sgd", loss="mse", steps_per_execution=int(os.environ.ge
 """
 
 
+@pytest.mark.slow
 def test_fit_with_validation_and_a_second_fit_is_diagnosed_on_the_training_dataset(tmp_path):
     path = write(tmp_path, "fit.py", MODEL + """
 train, val = make_dataset(), make_dataset(256)
@@ -55,6 +56,7 @@ def test_steps_per_execution_over_one_is_refused(tmp_path, monkeypatch):
     assert "steps_per_execution=1" in result.fault.hint
 
 
+@pytest.mark.slow
 def test_fit_on_the_jax_backend(tmp_path):
     path = write(tmp_path, "jaxfit.py", """
 import keras
@@ -76,6 +78,7 @@ model.fit(ds, epochs=200, verbose=0)  # the windows take fit's steps too: a fast
     assert saved["step"]["framework"] == "jax"
 
 
+@pytest.mark.slow
 def test_the_pytorch_backend_is_refused_with_the_reason(tmp_path):
     path = write(tmp_path, "torchfit.py", """
 import keras
@@ -90,6 +93,7 @@ raise SystemExit("fit was not refused")
     assert "PyTorch backend" in p.stderr and "HINT" in p.stderr
 
 
+@pytest.mark.slow
 def test_fit_goes_on_after_the_windows_with_then_continue(tmp_path):
     path = write(tmp_path, "cont.py", MODEL + """
 history = model.fit(make_dataset(), epochs=15, verbose=0)  # the windows take steps of fit's epochs too
@@ -104,6 +108,7 @@ with open(sys.argv[1], "w") as f:
     assert any("went on with the real pipeline" in n for n in result.diagnosis.notes)
 
 
+@pytest.mark.slow
 def test_fit_under_a_mirrored_strategy_is_fed_per_replica(tmp_path):
     path = write(tmp_path, "mirroredfit.py", """
 cpu = tf.config.list_physical_devices("CPU")[0]

@@ -37,6 +37,7 @@ for step, batch in enumerate(dist):
     ("dist = strategy.experimental_distribute_dataset(make_dataset())", "distributed"),
     ("dist = strategy.distribute_datasets_from_function(lambda ctx: make_dataset(4))", "from_function"),
 ])
+@pytest.mark.slow
 def test_a_mirrored_custom_loop_is_observed_and_swapped_per_replica(tmp_path, make, kind):
     path = write(tmp_path, "mirrored.py", MIRRORED.replace("{make}", make))
     out = tmp_path / "m.json"

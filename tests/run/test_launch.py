@@ -3,6 +3,8 @@
 import json
 import os
 
+import pytest
+
 from tests.run.scripts import run_command, run_here, write
 
 STEPS = """
@@ -13,6 +15,7 @@ for i, batch in enumerate(ds):
 """
 
 
+@pytest.mark.slow
 def test_the_scripts_error_is_reported_with_its_traceback_without_pipediag_frames(tmp_path):
     path = write(tmp_path, "boom.py", STEPS.format(action="raise ValueError('bad label')"))
     p = run_command("--observe-steps", "50", "--json", str(tmp_path / "r.json"), path)
@@ -49,6 +52,7 @@ def test_ctrl_c_gives_a_partial_report(tmp_path):
 
 
 
+@pytest.mark.slow
 def test_sigterm_during_the_observation_writes_the_partial_report(tmp_path):
     path = write(tmp_path, "term.py", STEPS.format(action="import signal; os.kill(os.getpid(), signal.SIGTERM)"))
     out = tmp_path / "t.json"

@@ -4,6 +4,7 @@ patches the script's pipeline at its construction site (a builder function), or 
 import io
 import json
 
+import pytest
 from rich.console import Console
 
 from pipediag.cli import main
@@ -27,6 +28,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_a_runs_json_round_trips_and_fix_patches_the_builder_function(tmp_path, capsys):
     path = write(tmp_path, "train.py", GUARDED)
     result = run_here(path, modes=("synthetic", "pipeline", "input_only", "tuned"))

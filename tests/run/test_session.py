@@ -4,6 +4,8 @@ steps, the windows in the real loop, the verdict, and the datasets the script it
 import json
 from dataclasses import replace
 
+import pytest
+
 from tests.run.scripts import QUICK, run_command, run_here, write
 
 # windows long enough that the script's Ctrl-C lands inside the first one
@@ -38,6 +40,7 @@ for epoch in range(50):
 """
 
 
+@pytest.mark.slow
 def test_an_eager_loop_is_observed_swapped_and_found_input_bound(tmp_path):
     path = write(tmp_path, "train.py", LOOP)
     result = run_here(path)
@@ -58,6 +61,7 @@ def test_an_eager_loop_is_observed_swapped_and_found_input_bound(tmp_path):
     assert any("weights changed" in n for n in d.notes)
 
 
+@pytest.mark.slow
 def test_the_command_runs_the_script_with_its_arguments_and_writes_the_json(tmp_path):
     path = write(tmp_path, "args.py", """
     assert sys.argv[1:] == ["--epochs", "2"], sys.argv

@@ -3,6 +3,8 @@ the loop its real iterator back where it was."""
 
 import json
 
+import pytest
+
 from tests.run.scripts import run_here, write
 
 ORDERED = """
@@ -43,6 +45,7 @@ def test_then_stop_ends_the_script_after_the_diagnosis(tmp_path):
     assert not out.exists()  # the script did not go on to its end
 
 
+@pytest.mark.slow
 def test_the_tuned_window_and_anatomy_run_in_the_loop(tmp_path):
     path = write(tmp_path, "tuned.py", """
 def parse(x):

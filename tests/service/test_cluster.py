@@ -28,6 +28,7 @@ def gone(pids, ports, within_s=20.0):
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_dispatcher_and_workers_start_on_os_chosen_ports_and_stop_without_a_trace():
     with LocalCluster(worker_cores=1) as cluster:
         workers = cluster.add_workers(2)
@@ -49,6 +50,7 @@ def test_dispatcher_and_workers_start_on_os_chosen_ports_and_stop_without_a_trac
     assert gone([s.pid for s in servers], ports, within_s=0) == ([], [])
 
 
+@pytest.mark.slow
 def test_servers_exit_by_themselves_when_pipediag_is_killed():
     """SIGKILL leaves no chance to clean up: the servers see their stdin close and exit."""
     script = (
@@ -82,6 +84,7 @@ def test_a_server_that_cannot_start_is_an_error_and_leaves_nothing():
     shutil.rmtree(shutdown.log_dir)  # kept for a user to read, since it did not end cleanly
 
 
+@pytest.mark.slow
 def test_a_dead_worker_is_reported():
     with LocalCluster() as cluster:
         (worker,) = cluster.add_workers(1)

@@ -26,6 +26,7 @@ import datetime as dt
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -136,24 +137,37 @@ def run_case(case: str, args: argparse.Namespace, has_run: tuple[bool, str]) -> 
     info = describe(builder)
     row["expected"] = info["expected"]
     with tempfile.TemporaryDirectory(prefix=f"pipediag-scripts-{case}-") as tmp, cpu_lock(args.lock):
-        if args.plain:
-            spec = make_data(case, os.path.join(tmp, "plain"))
-            env = child_env({**spec["env"], "MPLBACKEND": "Agg"})
-            row["plain"] = _timed([sys.executable, script], spec["cwd"], env, args.timeout)
-        if has_run[0]:
-            spec = make_data(case, os.path.join(tmp, "run"))
-            json_path = os.path.join(tmp, "run.json")
-            env = child_env({**spec["env"], "MPLBACKEND": "Agg"})
-            outcome = _timed([sys.executable, "-m", "pipediag", "run", "--json", json_path, script],
-                             spec["cwd"], env, args.timeout)
-            row["run"] = _judged(outcome, json_path, row["expected"])
-        else:
-            row["run"] = {"error": has_run[1]}
-        json_path = os.path.join(tmp, "diagnose.json")
-        outcome = _timed(diagnose_cmd(builder, info, args.max_seconds, json_path), ROOT, child_env(), args.timeout)
-        row["diagnose"] = _judged(outcome, json_path, row["expected"])
+        try:
+            _run_both(case, script, builder, info, row, tmp, args, has_run)
+        finally:
+            if args.keep:  # the two JSON reports, to read the evidence behind a verdict
+                os.makedirs(args.keep, exist_ok=True)
+                for name in ("run.json", "diagnose.json"):
+                    if os.path.exists(os.path.join(tmp, name)):
+                        shutil.copy(os.path.join(tmp, name), os.path.join(args.keep, f"{case}-{name}"))
     row["agree"] = agreement(row["run"], row["diagnose"])
     return row
+
+
+def _run_both(case: str, script: str, builder: str, info: dict[str, Any], row: dict[str, Any], tmp: str,
+              args: argparse.Namespace, has_run: tuple[bool, str]) -> None:
+    """The script under `pipediag run` (and plainly with --plain), then diagnose on the builder form."""
+    if args.plain:
+        spec = make_data(case, os.path.join(tmp, "plain"))
+        env = child_env({**spec["env"], "MPLBACKEND": "Agg"})
+        row["plain"] = _timed([sys.executable, script], spec["cwd"], env, args.timeout)
+    if has_run[0]:
+        spec = make_data(case, os.path.join(tmp, "run"))
+        json_path = os.path.join(tmp, "run.json")
+        env = child_env({**spec["env"], "MPLBACKEND": "Agg"})
+        outcome = _timed([sys.executable, "-m", "pipediag", "run", "--json", json_path, script],
+                         spec["cwd"], env, args.timeout)
+        row["run"] = _judged(outcome, json_path, row["expected"])
+    else:
+        row["run"] = {"error": has_run[1]}
+    json_path = os.path.join(tmp, "diagnose.json")
+    outcome = _timed(diagnose_cmd(builder, info, args.max_seconds, json_path), ROOT, child_env(), args.timeout)
+    row["diagnose"] = _judged(outcome, json_path, row["expected"])
 
 
 def _cell(text: str) -> str:
@@ -205,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600.0, help="per command, seconds (default 600)")
     parser.add_argument("--lock", default="/tmp/cpu.lock", help="the CPU lock file (default /tmp/cpu.lock)")
     parser.add_argument("--no-lock", dest="lock", action="store_const", const=None, help="run without the lock")
+    parser.add_argument("--keep", metavar="DIR", help="copy each case's run.json and diagnose.json into DIR")
     parser.add_argument("--out", help="results basename (default benchmarks/results/run-scripts-cpu-<date>)")
     args = parser.parse_args(argv)
     names = args.cases or case_names()

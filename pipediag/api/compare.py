@@ -158,29 +158,6 @@ def _plan_for_baseline(saved: Diagnosis, plan: ComparePlan, notes: list[str]) ->
     return replace(plan, kinds=tuple(usable))
 
 
-def _cache_pass_batches(prepared) -> int | None:
-    """Batches in one pass of a pipeline that caches, so the warm-up can fill the cache once.
-    None when there is no cache() stage or its pass length cannot be told."""
-    from pipediag.builder.dataset import cardinality
-
-    cache = next((s for s in prepared.stages if s.kind == "cache"), None)
-    if cache is None:
-        return None
-    if isinstance(prepared.cardinality, int):
-        return prepared.cardinality
-    if prepared.graph is None:
-        return None
-    try:
-        elements = cardinality(prepared.graph.cut(cache.node))
-    except Exception:  # noqa: BLE001 - a graph we cannot cut just means we cannot tell
-        return None
-    if not isinstance(elements, int):
-        return None
-    batch = next((s for s in prepared.stages if s.kind == "batch" and s.index > cache.index), None)
-    per_batch = batch.buffer_size if batch is not None and batch.buffer_size and batch.buffer_size > 0 else 1
-    return -(-elements // per_batch)
-
-
 def _rate_scale(prepared: dict, saved: Diagnosis | None, notes: list[str]) -> dict[str, float]:
     """What each side's batches/s are multiplied by: 1, or its batch size when A's and B's differ
     (then every rate and ratio is in examples/s)."""
@@ -200,7 +177,9 @@ def _rate_scale(prepared: dict, saved: Diagnosis | None, notes: list[str]) -> di
 def _side(name: str, prepared, feed, rate_scale: float, notes: list[str]) -> Side:
     """One side's turns: a pipeline that caches warms up over one full pass first, so that no
     round times the cache filling."""
-    passes = _cache_pass_batches(prepared)
+    from pipediag.builder.cache_pass import cache_pass_batches
+
+    passes = cache_pass_batches(prepared)
     until = None
     if passes is not None:
 

@@ -74,6 +74,7 @@ TF_TESTS = (
     "tests/steps/test_frameworks.py",
     "tests/steps/test_keras_step.py",
     "tests/steps/test_standin.py",
+    "tests/api/test_cache_fill.py",
     "tests/api/test_diagnose.py",
     "tests/api/test_compare.py",
     "tests/test_faults_api.py",

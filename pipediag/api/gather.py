@@ -156,11 +156,43 @@ class Gathering:
         pipeline_decided, input_decided = self.sequential(synthetic)
         if not oom:
             self.feeds["pipeline"] = self.step_feed(self.dataset)
-            self.measure("pipeline", self.feeds["pipeline"], True, decided=pipeline_decided)
+            filled = self.cache_fill(self.feeds["pipeline"])
+            self.measure("pipeline", self.feeds["pipeline"], True, decided=pipeline_decided, warmup_until=filled)
+            if filled is not None:
+                state.notes.append(self.cache_fill_note(filled))
         if "input_only" in self.plan.modes:
             self.feeds["input_only"] = BatchFeed(self.dataset, self.step.info.batch_format)
             self.measure("input_only", self.feeds["input_only"], False, decided=input_decided)
         return oom
+
+    def cache_fill(self, feed):
+        """Pipeline mode's warm-up condition when the user's pipeline caches: one full pass first,
+        so that pipeline and input_only modes time the cached epochs, as every epoch after the
+        first runs (a first pass measured alone made a cached MNIST pipeline look input-bound)."""
+        from pipediag.builder.cache_pass import cache_pass_batches
+        from pipediag.modes.warmup import CacheFilled
+
+        passes = cache_pass_batches(self.prepared)
+        if passes is None:
+            if any(s.kind == "cache" for s in self.prepared.stages):
+                self.state.notes.append("your pipeline caches, but pipediag cannot tell how many batches its first pass "
+                                        "takes: pipeline and input_only modes may include filling the cache")
+            return None
+        return CacheFilled(lambda: feed.batches, passes, self.clock_ns, self.rule.warmup_max_seconds)
+
+    def cache_fill_note(self, filled) -> str:
+        cache = next(s for s in self.prepared.stages if s.kind == "cache")
+        if filled.filled:
+            return (f"your pipeline caches ({cache.label}): pipeline mode warmed up over its first pass "
+                    f"({filled.pass_batches} batches, {filled.seconds:.1f} s), so the modes time the cached epochs, "
+                    "as every epoch after the first runs")
+        if filled.gave_up_projected_s is not None:
+            return (f"your pipeline caches ({cache.label}), but its first pass ({filled.pass_batches} batches) would "
+                    f"take about {filled.gave_up_projected_s:.0f} s, more than the warm-up's "
+                    f"{self.rule.warmup_max_seconds:.0f} s: pipeline and input_only modes timed the first, uncached "
+                    "pass; the epochs after it read from the cache and may be faster")
+        return (f"your pipeline caches ({cache.label}): its first pass ({filled.pass_batches} batches) had not "
+                f"ended after {filled.seconds:.1f} s of warm-up: the modes may include filling the cache")
 
     def sequential(self, synthetic: ModeRun):
         """The `decided` conditions of pipeline and input_only modes, compared as they run with

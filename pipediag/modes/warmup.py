@@ -90,3 +90,41 @@ class Settled:
 def settling_warmup(clock_ns: Callable[[], int], mode_max_seconds: float) -> Settled:
     """The warm-up condition of a synthetic mode capped at `mode_max_seconds` (diagnose, scale)."""
     return Settled(clock_ns, max_seconds=WARMUP_CAP_FACTOR * mode_max_seconds)
+
+
+# A first pass whose projected time exceeds this share of the warm-up cap is not waited for at
+# all: better to say the modes timed the uncached pass than to spend the cap and still time it.
+FILL_PROJECTION_AFTER_S = 2.0  # project only after this long (the first batches are not typical)
+
+
+class CacheFilled:
+    """Callable warm-up condition for a pipeline that caches: True once one full pass
+    (`pass_batches`) has gone through the feed, so the cache is complete and every later iterator
+    of the dataset reads from it (tf.data shares an in-memory cache between the dataset's iterators
+    once one pass has finished). It gives up at once when, after FILL_PROJECTION_AFTER_S, the pass
+    is projected to take longer than `max_seconds`; then `gave_up_projected_s` says how long."""
+
+    def __init__(self, batches: Callable[[], int], pass_batches: int, clock_ns: Callable[[], int], max_seconds: float):
+        self._batches, self.pass_batches = batches, pass_batches
+        self._clock_ns, self._max_seconds = clock_ns, max_seconds
+        self._start_ns: int | None = None
+        self._start_batches = 0
+        self.seconds = 0.0
+        self.filled = False
+        self.gave_up_projected_s: float | None = None
+
+    def __call__(self) -> bool:
+        now, taken = self._clock_ns(), self._batches()
+        if self._start_ns is None:
+            self._start_ns, self._start_batches = now, taken
+        self.seconds = (now - self._start_ns) / 1e9
+        if taken > self.pass_batches:
+            self.filled = True
+            return True
+        done = taken - self._start_batches
+        if self.seconds >= FILL_PROJECTION_AFTER_S and done > 0:
+            projected_s = self.seconds * (self.pass_batches - self._start_batches) / done
+            if projected_s > self._max_seconds:
+                self.gave_up_projected_s = projected_s
+                return True
+        return False

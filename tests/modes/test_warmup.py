@@ -99,3 +99,29 @@ def test_an_interrupt_during_the_settling_warm_up_keeps_its_steps_as_the_timings
     assert run.stop_reason == "interrupted"
     assert len(run.compute_ns) == 60 - 1 - 5 - 1  # less the compile step, the fixed warm-up, the interrupted one
     assert any("interrupted during warm-up" in n for n in run.notes)
+
+
+# -- CacheFilled: one full pass of a pipeline that caches ------------------------------------------
+def test_cache_filled_waits_for_one_full_pass():
+    from pipediag.modes.warmup import CacheFilled
+
+    clock, taken = FakeClock(), [3]  # the feed had given 3 batches when the warm-up asked first
+    filled = CacheFilled(lambda: taken[0], pass_batches=50, clock_ns=clock, max_seconds=30)
+    while not filled():
+        clock.advance(10)
+        taken[0] += 1
+    assert filled.filled and taken[0] == 51 and filled.gave_up_projected_s is None
+    assert abs(filled.seconds - 0.48) < 0.02
+
+
+def test_cache_filled_gives_up_at_once_on_a_pass_longer_than_the_cap():
+    from pipediag.modes.warmup import CacheFilled
+
+    clock, taken = FakeClock(), [0]
+    filled = CacheFilled(lambda: taken[0], pass_batches=10_000, clock_ns=clock, max_seconds=30)
+    while not filled():
+        clock.advance(10)  # 100 batches/s: the pass would take 100 s
+        taken[0] += 1
+    assert not filled.filled
+    assert filled.seconds < 2.1  # projected after 2 s, not waited to the cap
+    assert 95 < filled.gave_up_projected_s < 105

@@ -60,17 +60,6 @@ def precision_of(model: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def compute_dtypes(model: Any) -> dict[str, int]:
-    """How many of the model's layers compute in each dtype (a mixed policy: most in float16 or
-    bfloat16, the ones a user pinned to float32 stay there)."""
-    counts: dict[str, int] = {}
-    for layer in getattr(model, "layers", ()):
-        dtype = getattr(layer, "compute_dtype", None)
-        if isinstance(dtype, str):
-            counts[dtype] = counts.get(dtype, 0) + 1
-    return counts
-
-
 def refuse_for_step(precision: str | None, what: str) -> None:
     """A precision asked for a step pipediag does not build (`what`: "a --step function", "the
     stand-in step") is a usage error: nothing here could apply it."""

@@ -57,7 +57,8 @@ def register(sub) -> None:
                    help="simulate a GPU with this much memory (as 'pipediag sweep' does): the OOM edge of a smaller card")
     b.add_argument("--precision", choices=PRECISIONS, default=FLOAT32,
                    help="the Keras dtype policy the model is built and trained under (default: float32); "
-                   "mixed_float16 wraps the optimizer in loss scaling; on a CPU a mixed policy runs, slowly, with a note")
+                   "mixed_float16 wraps the optimizer in loss scaling; on a CPU a mixed policy runs, with a note (it gains "
+                   "little or loses there)")
     b.add_argument("--json", metavar="FILE", help="write the profile as JSON (schema_version 2, kind baseline); - for standard output")
     add_output_arguments(b, json=False, samples_csv=False)
     b.add_argument("--quiet", action="store_true", help="no progress display")

@@ -73,6 +73,7 @@ TF_TESTS = (
     "tests/modes/test_waterfall.py",
     "tests/steps/test_frameworks.py",
     "tests/steps/test_keras_step.py",
+    "tests/steps/test_precision.py",
     "tests/steps/test_standin.py",
     "tests/api/test_cache_fill.py",
     "tests/api/test_diagnose.py",
@@ -118,6 +119,10 @@ TF_TESTS = (
     "tests/scenarios/test_scenarios.py::test_the_tuned_pipeline_is_rebuilt_from_the_changes_the_diagnosis_applied",
     "tests/steps/test_multidevice.py::test_tensorflow_mirrored_strategy_a_step_and_a_keras_model_fed_per_replica",
     "tests/test_baseline.py::test_baseline_runs_on_the_cpu_with_each_keras_backend",
+    "tests/test_baseline.py::test_a_mixed_precision_baseline_runs_on_the_cpu_with_a_note",
+    "tests/test_baseline.py::test_the_reference_model_is_built_under_the_precision_and_the_policy_put_back",
+    "tests/commands/test_sweep.py::test_the_model_builder_is_called_under_the_policy_and_the_policy_put_back",
+    "tests/commands/test_sweep.py::test_a_sweep_under_mixed_bfloat16_records_it_on_the_cpu",
     "tests/test_environment.py::test_env_json_lists_every_item",
 )
 # What a test module may import at module level only if it is listed above: TensorFlow, Keras,

@@ -54,14 +54,14 @@ def point(b, step_ms, seed=0, status=OK, n=60):
                          97.0, None, 81.0, 610.0)
 
 
-def a_profile(points, model="resnet50", created="2026-12-01T20:00:00+00:00"):
+def a_profile(points, model="resnet50", created="2026-12-01T20:00:00+00:00", precision="float32"):
     ran = [p for p in points if p.status == OK]
     edge = oom_edge([p.batch_size for p in ran], [p.batch_size for p in points if p.status == OUT_OF_MEMORY],
                     {p.batch_size: p.peak_memory.bytes for p in ran})
     return BaselineProfile("complete", model, "Keras ResNet-50", "the Keras jax backend has a GPU", "jax", "gpu",
                            25_636_712, environment(), tuple(points), edge,
                            {"batch_sizes": [p.batch_size for p in points], "budget_s": 170.0, "window_s": 6.0,
-                            "warmup_steps": 2}, created_at=created)
+                            "warmup_steps": 2}, created_at=created, precision=precision)
 
 
 def write(tmp_path, name, profile):
@@ -77,13 +77,55 @@ def test_profile_json_round_trip_and_report():
     assert d["schema_version"] == 2 and d["kind"] == "baseline" and "environment" in d
     assert BaselineProfile.from_dict(d) == p
     out = text(render_profile(p))
-    assert "Keras ResNet-50, Keras jax backend on the gpu, 25,636,712 parameters" in out
+    assert "Keras ResNet-50, Keras jax backend on the gpu, precision float32, 25,636,712 parameters" in out
     assert "Memory: fits at 128 (peak 8.00 GiB), runs out of memory at 256" in out
     assert "batch 256: out of memory (ResourceExhaustedError: OOM when allocating)" in out
     assert "batch 512: skipped: the time budget (60 s) was spent" in out
     assert "SM act" in out and "power W" in out
     page = render_page(p)
     assert 'id="chart-baseline"' in page and "runs out of memory at 256" in page and "<svg" in page
+
+
+def test_the_precision_is_in_the_json_and_both_reports_and_an_older_file_reads_as_float32():
+    p = a_profile([point(64, 60), point(128, 110)], precision="mixed_float16")
+    d = json.loads(json.dumps(p.to_dict()))
+    assert d["precision"] == "mixed_float16" and BaselineProfile.from_dict(d) == p
+    assert "Keras jax backend on the gpu, precision mixed_float16" in text(render_profile(p))
+    page = render_page(p)
+    assert "mixed_float16 (Keras dtype policy)" in page and "<title>pipediag baseline: resnet50 mixed_float16" in page
+    # written before the option: pipediag then always built its model under Keras' default policy
+    del d["precision"]
+    assert BaselineProfile.from_dict(d).precision == "float32"
+
+
+def test_compare_baseline_says_when_the_precisions_differ(tmp_path, capsys):
+    a = write(tmp_path, "a.json", a_profile([point(64, 100, 1), point(128, 190, 2)]))
+    b = write(tmp_path, "b.json", a_profile([point(64, 60, 3), point(128, 110, 4)], precision="mixed_bfloat16"))
+    assert cli.main(["compare", "--baseline", a, b]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "differs: precision: float32 vs mixed_bfloat16 (the ratios measure the precision change" in out
+    assert "(resnet50, float32, jax on the gpu" in out and "(resnet50, mixed_bfloat16, jax on the gpu" in out
+    assert "Verdict: B is" in out and "faster" in out  # allowed: what mixed precision gains is a fair question
+    assert cli.main(["compare", "--baseline", a, a]) == 0
+    assert "differs: precision" not in capsys.readouterr().out
+
+
+def test_the_reference_model_is_built_under_the_precision_and_the_policy_put_back():
+    pytest.importorskip("tensorflow")
+    from pipediag.api.baseline import MODELS, _Profiler
+    from pipediag.backends.tf import keras
+
+    profiler = _Profiler(MODELS["resnet20"], keras.backend.backend(), "cpu", 60.0, None, None, None, "mixed_bfloat16")
+    profiler.build(None)
+    layers = profiler.keras_model.layers
+    assert {layer.compute_dtype for layer in layers if isinstance(layer, keras.layers.Conv2D)} == {"bfloat16"}
+    assert profiler.keras_model.dtype_policy.name == "mixed_bfloat16"
+    assert keras.mixed_precision.dtype_policy().name == "float32"
+
+
+def test_an_unknown_precision_is_refused_before_anything_runs(capsys):
+    assert cli.main(["baseline", "--precision", "float16"]) == 2
+    assert "invalid choice: 'float16'" in capsys.readouterr().err
 
 
 def test_a_profile_file_of_another_kind_is_refused():
@@ -228,3 +270,20 @@ def test_baseline_runs_on_the_cpu_with_each_keras_backend(backend, tmp_path):
     assert "pipediag baseline" in done.stdout and "<svg" in page.read_text()
     same = run_cli(backend, "compare", "--baseline", str(out), str(out), timeout=300)
     assert same.returncode == 0 and "Verdict: no difference" in same.stdout, same.stderr[-2000:]
+    assert d["precision"] == "float32" and not any("on the CPU" in n for n in d["notes"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend, precision", [("tensorflow", "mixed_float16"), ("jax", "mixed_bfloat16")])
+def test_a_mixed_precision_baseline_runs_on_the_cpu_with_a_note(backend, precision, tmp_path):
+    pytest.importorskip("tensorflow")
+    pytest.importorskip(backend)
+    out = tmp_path / "profile.json"
+    done = run_cli(backend, "baseline", "--batch-sizes", "2", "--budget", "600", "--seconds-per-size", "1",
+                   "--precision", precision, "--quiet", "--json", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    d = json.loads(out.read_text())
+    assert d["precision"] == precision and d["device"] == "cpu"
+    assert [p["status"] for p in d["points"]] == ["ok"], d["points"]
+    assert any(n.startswith(f"{precision} on the CPU") for n in d["notes"]), d["notes"]
+    assert f"precision {precision}" in " ".join(done.stdout.split())

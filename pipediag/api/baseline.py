@@ -17,7 +17,9 @@ the median is stable or the size's window ends. The samplers run throughout; eac
 is summarised like a diagnosis's mode (analysis/modes.py). Sizes run from small to large; the
 first that runs out of memory ends the list (memory grows with the batch). A time budget caps
 the whole run: each size's window is fitted to what is left, and sizes that no longer fit are
-skipped and said so. Library code: returns a `BaselineProfile`, prints nothing.
+skipped and said so. `precision`: the Keras dtype policy the model is built and trained under
+(float32, mixed_float16, mixed_bfloat16; steps/precision.py), the caller's policy restored after
+the build. Library code: returns a `BaselineProfile`, prints nothing.
 """
 from __future__ import annotations
 
@@ -147,6 +149,7 @@ def run_baseline(
     window_s: float | None = None,
     find_oom_edge: bool = False,
     memory_limit: Any | None = None,
+    precision: str = "float32",
     nvml_lib: Any | None = None,
     progress: Any | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
@@ -155,11 +158,15 @@ def run_baseline(
     CPU_DEFAULTS). `find_oom_edge`: after the listed sizes, keep doubling the batch until one runs
     out of memory or the budget is spent. `memory_limit` (backends.memory_limit.MemoryLimit): a
     smaller card simulated; the caller applies it before the Keras backend starts (the CLI does),
-    PyTorch's part is applied here, once Keras has imported it."""
+    PyTorch's part is applied here, once Keras has imported it. `precision`: the Keras dtype
+    policy of the model (steps.precision.PRECISIONS); on a CPU a mixed one runs, with a note."""
     from pipediag.samples.environment import collect
     from pipediag.samples.gpu import GpuReader
     from pipediag.samples.sampler import Sampler
+    from pipediag.steps import precision as precisions
     from pipediag.steps.keras_step import keras_backend
+
+    precisions.check(precision)
 
     started = clock_ns()
     backend = keras_backend()
@@ -169,7 +176,7 @@ def run_baseline(
     sizes = tuple(sorted(set(batch_sizes or defaults["batch_sizes"])))
     budget = budget_s if budget_s is not None else defaults["budget_s"]
     cap = window_s if window_s is not None else defaults["window_s"]
-    notes: list[str] = []
+    notes: list[str] = [n for n in (precisions.cpu_note(precision, backend, device),) if n]
     points: list[BaselinePoint] = []
     status: Status = COMPLETE
 
@@ -181,7 +188,7 @@ def run_baseline(
         progress.phase("reading the environment")
     environment = collect(nvml_lib=nvml_lib)
     sampler.start()
-    profiler = _Profiler(spec, backend, device, budget, sampler, progress, clock_ns)
+    profiler = _Profiler(spec, backend, device, budget, sampler, progress, clock_ns, precision)
     try:
         profiler.build(memory_limit)
         status = measure_sizes(sizes, profiler.measure, points, notes, budget_s=budget, cap_s=cap,
@@ -211,7 +218,7 @@ def run_baseline(
                   "warmup_steps": 2, "min_steps": 10,
                   "gpu_memory_limit_bytes": None if memory_limit is None else memory_limit.limit_bytes,
                   "input_shape": list(spec.input_shape), "classes": spec.classes},
-        notes=tuple(notes), elapsed_s=elapsed_s(),
+        notes=tuple(notes), elapsed_s=elapsed_s(), precision=precision,
     )
 
 
@@ -233,17 +240,20 @@ def _model_choice(model: str | None, defaults: dict, backend: str, device: str) 
 class _Profiler:
     """The reference model built once, and one batch size measured at a time on synthetic batches."""
 
-    def __init__(self, spec: ModelSpec, backend: str, device: str, budget_s: float, sampler, progress, clock_ns):
+    def __init__(self, spec: ModelSpec, backend: str, device: str, budget_s: float, sampler, progress, clock_ns,
+                 precision: str = "float32"):
         self.spec, self.backend, self.device, self.budget_s = spec, backend, device, budget_s
-        self.sampler, self.progress, self.clock_ns = sampler, progress, clock_ns
+        self.sampler, self.progress, self.clock_ns, self.precision = sampler, progress, clock_ns, precision
         self.keras_model = None
 
     def build(self, memory_limit) -> None:
         from pipediag.steps.device_memory import DeviceMemory
+        from pipediag.steps.precision import built_under
 
         if self.progress is not None:
-            self.progress.phase(f"building {self.spec.name} on the Keras {self.backend} backend ({self.device})")
-        self.keras_model = build_model(self.spec)
+            self.progress.phase(f"building {self.spec.name} ({self.precision}) on the Keras {self.backend} backend "
+                                f"({self.device})")
+        self.keras_model = built_under(self.precision, lambda: build_model(self.spec))
         if memory_limit is not None:
             from pipediag.backends.memory_limit import after_user_code
 

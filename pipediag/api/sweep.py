@@ -4,7 +4,9 @@ Each batch size is one short diagnosis in synthetic and pipeline modes (the buil
 with `batch_size`): synthetic gives the step's own throughput at that size (free input), which
 is what the knee is found on; pipeline says whether the input keeps up at that size. Sizes run
 from small to large; once one runs out of memory, larger ones are skipped (memory grows with the
-batch) unless `keep_going`. Library code: returns a `Sweep`, prints nothing.
+batch) unless `keep_going`. The Keras model's precision (its dtype policy) is read from the model
+and recorded, so two sweeps show what mixed precision does to the OOM edge; the model is built by
+the caller (the CLI builds it under --precision). Library code: returns a `Sweep`, prints nothing.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ def sweep(
     stop_rule: StopRule | None = None,
     memory_limit: MemoryLimit | None = None,
     keep_going: bool = False,
+    precision: str | None = None,
     **run_options_given: Any,
 ) -> Sweep:
     """Run `builder(batch_size=B)` feeding the step for each B in `batch_sizes`.
@@ -92,10 +95,15 @@ def sweep(
     be applied (backends.memory_limit) before the user's code starts a framework, which is the
     caller's job (the CLI does it first thing). `stall_timeout_s`: as in `diagnose`; a batch size
     whose run stalls ends the sweep there (status "stalled"), the sizes before it kept.
+    `precision`: the Keras dtype policy the model was built under (steps.precision: build it inside
+    `with policy("mixed_float16"):`), checked against the model; None: read from the model.
+    Asking for one with a step function or no model is a usage error.
     """
     from pipediag.api.options import stop_rule_for
+    from pipediag.steps.precision import recorded
 
     opts = run_options(options, "sweep", unsupported=("batch_size",), **run_options_given)
+    model_precision, precision_reason = recorded(precision, opts.model, opts.step)
     started = opts.clock_ns()
     sizes = tuple(sorted(batch_sizes))
     opts = replace(opts, label=opts.label_for(builder))
@@ -126,6 +134,8 @@ def sweep(
         },
         notes=tuple(run.notes),
         elapsed_s=(opts.clock_ns() - started) / 1e9,
+        precision=model_precision,
+        precision_reason=precision_reason,
     )
 
 

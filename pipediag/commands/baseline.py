@@ -2,6 +2,7 @@
 
     pipediag baseline --json node.json --html node.html
     KERAS_BACKEND=jax pipediag baseline --budget 170 --json h200.json
+    pipediag baseline --precision mixed_float16 --json h200-fp16.json
     pipediag compare --baseline old.json new.json
 """
 
@@ -31,6 +32,7 @@ def parse_sizes(text: str) -> tuple[int, ...]:
 
 def register(sub) -> None:
     from pipediag.api.baseline import CPU_DEFAULTS, GPU_DEFAULTS, MODELS
+    from pipediag.steps.precision import FLOAT32, PRECISIONS
 
     b = sub.add_parser(
         "baseline", help="profile this machine: a reference model at several batch sizes (throughput, p50/p90, "
@@ -53,6 +55,10 @@ def register(sub) -> None:
                    help="after the batch sizes given, keep doubling until one runs out of memory (within the budget)")
     b.add_argument("--gpu-memory-limit", type=positive_int, metavar="MB",
                    help="simulate a GPU with this much memory (as 'pipediag sweep' does): the OOM edge of a smaller card")
+    b.add_argument("--precision", choices=PRECISIONS, default=FLOAT32,
+                   help="the Keras dtype policy the model is built and trained under (default: float32); "
+                   "mixed_float16 wraps the optimizer in loss scaling; on a CPU a mixed policy runs, with a note (it gains "
+                   "little or loses there)")
     b.add_argument("--json", metavar="FILE", help="write the profile as JSON (schema_version 2, kind baseline); - for standard output")
     add_output_arguments(b, json=False, samples_csv=False)
     b.add_argument("--quiet", action="store_true", help="no progress display")
@@ -69,7 +75,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
         limit = _memory_limit(args.gpu_memory_limit)
     options = dict(batch_sizes=args.batch_sizes, model=args.model, budget_s=args.budget,
-                   window_s=args.seconds_per_size, find_oom_edge=args.find_oom_edge, memory_limit=limit)
+                   window_s=args.seconds_per_size, find_oom_edge=args.find_oom_edge, memory_limit=limit,
+                   precision=args.precision)
     profile = with_progress(args, err, lambda p: run_baseline(progress=p, **options))
     print_and_write(profile, render_profile(profile), args, out, err)
     return exit_code_for(profile.status)
@@ -96,7 +103,7 @@ def compare_profiles_command(args: argparse.Namespace, out: Console, err: Consol
 
     def label(path: str, p: BaselineProfile) -> str:
         gpu = p.environment.gpus[0].name if p.environment.gpus else "no GPU"
-        return f"{path} ({p.model}, {p.backend} on the {p.device}, {gpu}, {p.created_at})"
+        return f"{path} ({p.model}, {p.precision}, {p.backend} on the {p.device}, {gpu}, {p.created_at})"
 
     out.print(render_profile_comparison(comparison, label(args.baseline, a), label(args.specs[0], b)))
     if args.fail_if_slower is not None and comparison.slower_than(args.fail_if_slower):

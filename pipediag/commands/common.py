@@ -33,12 +33,16 @@ def exit_code_for(status: str) -> int:
 def options_from_args(args: argparse.Namespace, **more) -> RunOptions:
     """The RunOptions a command line gives: the step (--model/--step, loaded here), the builder's
     --arg, batching, the sampling rate and the stall timeout; `more`: what the command adds
-    (label, max_seconds, gpus)."""
+    (label, max_seconds, gpus). A --precision (sweep) is the Keras policy the model is built under."""
     from pipediag.builder import target as targets
 
     model = step = None
     if args.model:
-        model = targets.call_user(targets.load_callable(args.model), {}, "model builder")
+        from pipediag.steps.precision import built_under
+
+        build = targets.load_callable(args.model)
+        model = built_under(getattr(args, "precision", None),
+                            lambda: targets.call_user(build, {}, "model builder"))
     if args.step:
         step = targets.call_user(targets.load_callable(args.step), {}, "step builder")
     return RunOptions(

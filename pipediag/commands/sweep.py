@@ -1,4 +1,9 @@
-"""`pipediag sweep`: the step at several batch sizes — throughput, peak memory, OOM edge, knee."""
+"""`pipediag sweep`: the step at several batch sizes — throughput, peak memory, OOM edge, knee.
+
+    pipediag sweep data.py:make_dataset --model data.py:make_model --batch-sizes 64,256,1024 --gpu-memory-limit 3072
+    pipediag sweep data.py:make_dataset --model data.py:make_model --batch-sizes 64,256,1024 --gpu-memory-limit 3072 \
+        --precision mixed_float16     # the model built under that Keras policy: where the OOM edge moves
+"""
 
 from __future__ import annotations
 
@@ -32,6 +37,8 @@ def parse_batch_sizes(text: str) -> tuple[int, ...]:
 
 
 def register(sub) -> None:
+    from pipediag.steps.precision import PRECISIONS
+
     s = sub.add_parser("sweep", help="throughput and peak memory per batch size: the knee and the OOM edge")
     s.add_argument("target", help="dataset builder taking batch_size: file.py:function or package.module:function")
     s.add_argument("--batch-sizes", required=True, metavar="B1,B2,...", help="e.g. 16,32,64,128")
@@ -39,6 +46,9 @@ def register(sub) -> None:
     s.add_argument("--gpu-memory-limit", type=positive_int, metavar="MB",
                    help="simulate a GPU with this much memory (JAX memory fraction, TensorFlow logical device, "
                    "PyTorch per-process fraction)")
+    s.add_argument("--precision", choices=PRECISIONS,
+                   help="build the --model under this Keras dtype policy (restored after the build), e.g. "
+                   "mixed_float16 to see it move the OOM edge (default: the builder's own, float32 unless it sets one)")
     s.add_argument("--keep-going", action="store_true", help="also run the sizes above the first that ran out of memory")
     s.add_argument("--json", metavar="FILE", help="write the sweep as JSON (schema_version 2, kind sweep); - for standard output")
     add_output_arguments(s, json=False, samples_csv=False)
@@ -74,6 +84,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     sizes = parse_batch_sizes(args.batch_sizes)
     check_outputs(args)
+    if args.precision is not None and not args.model:  # before anything slow starts
+        from pipediag.steps.precision import refuse_for_step
+
+        refuse_for_step(args.precision, "a --step function" if args.step else "the stand-in step (no --model given)")
     limit = _memory_limit(args.gpu_memory_limit) if args.gpu_memory_limit else None
     builder = targets.load_callable(args.target)
     options = replace(options_from_args(args, max_seconds=args.max_seconds, label=args.target), batch_size=None)
@@ -81,7 +95,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         from pipediag.backends.memory_limit import after_user_code
 
         after_user_code(limit)
-    asked = dict(memory_limit=limit, keep_going=args.keep_going)
+    asked = dict(memory_limit=limit, keep_going=args.keep_going, precision=args.precision)
     result = with_progress(args, err, lambda p: sweep(builder, sizes, options=replace(options, progress=p), **asked))
     print_and_write(result, render_sweep(result), args, out, err)
     return exit_code_for(result.status)

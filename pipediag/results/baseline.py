@@ -16,6 +16,10 @@ from pipediag.records.record import with_tuples
 from pipediag.records.run import ErrorInfo
 
 KIND = "baseline"
+# What a profile written before the precision option reads as: that pipediag always built its reference
+# model under Keras's default policy, float32 (the CLI in a fresh process; a library caller could have
+# set another global policy first, which nothing recorded).
+PRECISION_BEFORE_THE_OPTION = "float32"
 
 
 
@@ -88,12 +92,13 @@ class BaselineProfile:
     notes: tuple[str, ...] = ()
     elapsed_s: float = 0.0
     created_at: str = field(default_factory=created_now)
+    precision: str = "float32"  # the Keras dtype policy the model was built under: float32 | mixed_float16 | mixed_bfloat16
 
     def to_dict(self) -> dict[str, Any]:
         return {
             **file_header(KIND, self),
             "model": self.model, "model_description": self.model_description, "model_reason": self.model_reason,
-            "backend": self.backend, "device": self.device, "parameters": self.parameters,
+            "backend": self.backend, "device": self.device, "precision": self.precision, "parameters": self.parameters,
             "environment": self.environment.to_dict(), "settings": dict(self.settings),
             "points": [p.to_dict() for p in self.points], "oom_edge": self.oom_edge.to_dict(),
             "notes": list(self.notes),
@@ -111,6 +116,7 @@ class BaselineProfile:
         return cls(
             **header_fields(d), model=d["model"], model_description=d["model_description"],
             model_reason=d["model_reason"], backend=d["backend"], device=d["device"], parameters=d.get("parameters"),
+            precision=d.get("precision", PRECISION_BEFORE_THE_OPTION),
             environment=Environment.from_dict(d["environment"]),
             points=tuple(BaselinePoint.from_dict(p) for p in d["points"]),
             oom_edge=OomEdge.from_dict(d["oom_edge"]), settings=dict(d.get("settings", {})),
@@ -124,12 +130,15 @@ def is_baseline(data: Any) -> bool:
 
 def compare_profiles(a: BaselineProfile, b: BaselineProfile, tolerance: float = 0.05) -> ProfileComparison:
     """B against A, batch size by batch size (see analysis/baseline.py). Two profiles of different
-    models measure different things: refused."""
+    models measure different things: refused. Two precisions of one model compare (what mixed
+    precision gains is a question worth asking), but the difference is said first."""
     if a.model != b.model:
         raise UsageError(f"the profiles ran different models ({a.model} vs {b.model}): their numbers do not compare",
                          f"profile both machines with the same model, e.g. 'pipediag baseline --model {a.model}'")
-    context = [f"{name}: {x} vs {y}" for name, x, y in (("Keras backend", a.backend, b.backend),
-                                                          ("device", a.device, b.device)) if x != y]
+    context = [] if a.precision == b.precision else [
+        f"precision: {a.precision} vs {b.precision} (the ratios measure the precision change as well as the machines)"]
+    context += [f"{name}: {x} vs {y}" for name, x, y in (("Keras backend", a.backend, b.backend),
+                                                           ("device", a.device, b.device)) if x != y]
     context += a.environment.differences(b.environment)
     return compare_points({p.batch_size: p.times() for p in a.points}, {p.batch_size: p.times() for p in b.points},
                           tolerance=tolerance, context=tuple(context))

@@ -17,6 +17,9 @@ from pipediag.records.run import ErrorInfo
 from pipediag.records.step import StepInfo
 
 KIND = "sweep"
+# A sweep file written before pipediag recorded the precision: the user's builder may have set any
+# Keras policy itself, so nothing says which it was.
+PRECISION_NOT_RECORDED = "not recorded: the file was written before pipediag recorded the precision"
 
 
 
@@ -85,11 +88,15 @@ class Sweep:
     notes: tuple[str, ...] = ()
     elapsed_s: float = 0.0
     created_at: str = field(default_factory=created_now)
+    precision: str | None = None  # the Keras model's dtype policy: float32 | mixed_float16 | mixed_bfloat16
+    precision_reason: str | None = None  # why precision is None (a step function, an older file)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             **run_header(KIND, self),
             "memory_limit": None if self.memory_limit is None else self.memory_limit.to_dict(),
+            "precision": self.precision,
+            "precision_reason": self.precision_reason,
             "points": [p.to_dict() for p in self.points],
             "knee": self.knee.to_dict(),
             "oom_edge": self.oom_edge.to_dict(),
@@ -111,4 +118,6 @@ class Sweep:
             oom_edge=OomEdge.from_dict(d["oom_edge"]),
             memory_limit=None if d.get("memory_limit") is None else MemoryLimit.from_dict(d["memory_limit"]),
             notes=tuple(d.get("notes", [])),
+            precision=d.get("precision"),
+            precision_reason=d.get("precision_reason") if "precision" in d else PRECISION_NOT_RECORDED,
         )

@@ -68,3 +68,24 @@ def test_batch_sizes_parse_and_sort(text, sizes):
 def test_bad_batch_sizes_are_usage_errors(text):
     with pytest.raises(UsageError):
         parse_batch_sizes(text)
+
+
+def test_the_precision_is_in_the_json_and_both_reports_and_an_older_file_has_none_with_a_reason():
+    from dataclasses import replace
+
+    from pipediag.report.html.pages import render_page
+
+    s = replace(a_sweep(), precision="mixed_float16")
+    data = json.loads(json.dumps(s.to_dict(), allow_nan=False))
+    assert data["precision"] == "mixed_float16" and Sweep.from_dict(data) == s
+    console = Console(width=130, record=True, color_system=None)
+    console.print(render_sweep(s))
+    assert "precision: mixed_float16 (the Keras model's dtype policy)" in console.export_text()
+    assert "mixed_float16 (the Keras model&#x27;s dtype policy)" in render_page(s)
+    # written before pipediag recorded it: the user's builder may have set any policy, so unknown
+    del data["precision"], data["precision_reason"]
+    old = Sweep.from_dict(data)
+    assert old.precision is None and old.precision_reason.startswith("not recorded")
+    console = Console(width=130, record=True, color_system=None)
+    console.print(render_sweep(old))
+    assert "precision: unknown (not recorded: the file was written before" in console.export_text()

@@ -17,6 +17,7 @@ def header_section(p: BaselineProfile) -> str:
         ("model", p.model_description + (f", {p.parameters:,} parameters" if p.parameters else "")),
         ("why this model", p.model_reason),
         ("Keras backend", f"{p.backend} on the {p.device}"),
+        ("precision", f"{p.precision} (Keras dtype policy)"),
         ("batch sizes", ", ".join(str(x.batch_size) for x in p.points)),
         ("budget", f"{p.settings.get('budget_s', 0):g} s in all, each size at most {p.settings.get('window_s', 0):g} s"),
     ]
@@ -79,7 +80,7 @@ def chart_section(p: BaselineProfile) -> str | None:
 
 
 def render_baseline_html(p: BaselineProfile) -> str:
-    return parts.page(f"pipediag baseline: {p.model} on {p.backend}/{p.device}", [
+    return parts.page(f"pipediag baseline: {p.model} {p.precision} on {p.backend}/{p.device}", [
         header_section(p), summary_section(p), chart_section(p), table_section(p), parts.notes_list(list(p.notes)),
         f"<h2>Machine</h2>{parts.environment_facts(p.environment)}",
     ])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pipediag.report.common import peak_gib
 from pipediag.report.html import charts, parts
+from pipediag.report.terminal.sweep import precision_text
 from pipediag.results.sweep import OK, OUT_OF_MEMORY, Sweep
 
 
@@ -17,6 +18,7 @@ def header_section(s: Sweep) -> str:
     facts = []
     if s.step is not None:
         facts.append(("step", s.step.description))
+    facts.append(("precision", precision_text(s)))
     facts.append(("batch sizes", ", ".join(str(p.batch_size) for p in s.points)))
     cap = s.settings.get("max_seconds_per_mode")
     if cap is not None:

@@ -40,7 +40,7 @@ def profile_table(p: BaselineProfile) -> Table:
 def render_profile(p: BaselineProfile) -> RenderableType:
     head = Text()
     head.append("pipediag baseline", style="bold")
-    head.append(f": {p.model_description}, Keras {p.backend} backend on the {p.device}")
+    head.append(f": {p.model_description}, Keras {p.backend} backend on the {p.device}, precision {p.precision}")
     if p.parameters:
         head.append(f", {p.parameters:,} parameters")
     parts: list[RenderableType] = [head, Text(f"why this model: {p.model_reason}", style="dim")]

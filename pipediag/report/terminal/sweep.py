@@ -82,10 +82,19 @@ def summary_text(s: Sweep) -> Text:
     return text
 
 
+def precision_text(s: Sweep) -> str:
+    """The model's Keras dtype policy, or why it is unknown."""
+    if s.precision is None:
+        return f"unknown ({s.precision_reason or 'not recorded'})"
+    return f"{s.precision} (the Keras model's dtype policy)"
+
+
 def render_sweep(s: Sweep) -> RenderableType:
     head = title(Text(), "pipediag sweep", s.target, s.status, tag="partial")
     if s.step is not None:
         head.append("\nstep: ", style="dim")
         head.append(s.step.description)
+    head.append("\nprecision: ", style="dim")
+    head.append(precision_text(s))
     head.append(f"\nsweep took {s.elapsed_s:.1f} s", style="dim")
     return Group(head, sweep_table(s), summary_text(s))

@@ -23,6 +23,27 @@ def fixture_spec():
     return spec
 
 
+@pytest.fixture
+def cli_main(capsys, monkeypatch):
+    """`pipediag ARGS` run by `pipediag.cli.main` in this process, returned as a finished process
+    (exit code, stdout, stderr), for tests of what the command says and returns rather than of the
+    process itself; COLUMNS as the subprocess tests set it, so messages wrap where theirs do."""
+    import subprocess
+
+    from pipediag.cli import main
+
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setattr(sys, "path", list(sys.path))  # a user's file puts its folder first, as a process would
+
+    def run(*args):
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["pipediag", *args], code, out, err)
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def quick_rule():
     from pipediag.records.run import StopRule

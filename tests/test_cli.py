@@ -1,4 +1,7 @@
-"""The command line, run as users run it: `python -m pipediag` in a subprocess."""
+"""The command line, run as users run it: `python -m pipediag` in a subprocess. Where a test is about
+what the command says and returns (a usage error, arguments reaching the builder) rather than about
+the process, `cli_main` (tests/conftest.py) runs the same `main` in this process, which saves each
+a TensorFlow import of its own."""
 
 import json
 import os
@@ -23,15 +26,15 @@ def test_help_and_version():
 
 
 @pytest.mark.slow
-def test_bad_spec_is_a_usage_error_with_a_hint():
-    result = pipediag("diagnose", "no_colon_here")
+def test_bad_spec_is_a_usage_error_with_a_hint(cli_main):
+    result = cli_main("diagnose", "no_colon_here")
     assert result.returncode == 2
     assert "is not a spec" in result.stderr and "HINT:" in result.stderr
 
 
 @pytest.mark.slow
-def test_missing_file_is_a_usage_error():
-    result = pipediag("diagnose", "does/not/exist.py:make")
+def test_missing_file_is_a_usage_error(cli_main):
+    result = cli_main("diagnose", "does/not/exist.py:make")
     assert result.returncode == 2 and "no such file" in result.stderr
 
 
@@ -88,23 +91,25 @@ def test_users_failing_step_exits_1_with_their_traceback_only(fixture_spec):
 
 
 @pytest.mark.slow
-def test_unbatched_dataset_exits_2_with_a_hint(fixture_spec):
-    result = pipediag("diagnose", fixture_spec("unbatched"), "--quiet")
+def test_unbatched_dataset_exits_2_with_a_hint(fixture_spec, cli_main):
+    result = cli_main("diagnose", fixture_spec("unbatched"), "--quiet")
     assert result.returncode == 2
     assert "no batch() in the pipeline" in result.stderr and "--batch-size" in result.stderr
 
 
 @pytest.mark.slow
-def test_builder_returning_a_list_exits_2(fixture_spec):
-    result = pipediag("diagnose", fixture_spec("not_a_dataset"), "--quiet")
+def test_builder_returning_a_list_exits_2(fixture_spec, cli_main):
+    result = cli_main("diagnose", fixture_spec("not_a_dataset"), "--quiet")
     assert result.returncode == 2 and "not a tf.data.Dataset" in result.stderr
 
 
 @pytest.mark.slow
 def test_diagnose_writes_json_and_report_reprints_it(fixture_spec, tmp_path):
     out, page, samples = tmp_path / "run.json", tmp_path / "run.html", tmp_path / "samples.csv"
+    # 1-s windows, not 3: the input verdict rests on 16 serial 3-ms sleeps a batch (<= 21 batches/s)
+    # against a light step on a constant batch (hundreds a second), a gap no window length narrows.
     result = pipediag("diagnose", fixture_spec("serial_sleep_map"), "--step", fixture_spec("light_step"),
-                      "--max-seconds", "3", "--json", str(out), "--html", str(page), "--samples-csv", str(samples))
+                      "--max-seconds", "1", "--json", str(out), "--html", str(page), "--samples-csv", str(samples))
     assert result.returncode == 0, result.stderr
     assert "Verdict" in result.stdout and "INPUT" in result.stdout
     assert "synthetic mode" in result.stderr and "taking the first batch" in result.stderr  # the progress bars
@@ -144,20 +149,20 @@ def test_ctrl_c_leaves_a_partial_report_in_every_output(fixture_spec, tmp_path):
 
 
 @pytest.mark.slow
-def test_args_and_batch_size_reach_the_builder(fixture_spec, tmp_path):
+def test_args_and_batch_size_reach_the_builder(fixture_spec, tmp_path, cli_main):
     out = tmp_path / "run.json"
-    result = pipediag("diagnose", fixture_spec("builder_with_args"), "--batch-size", "6", "--arg", "scale=3.0",
+    result = cli_main("diagnose", fixture_spec("builder_with_args"), "--batch-size", "6", "--arg", "scale=3.0",
                       "--max-seconds", "1", "--quiet", "--json", str(out))
     assert result.returncode == 0, result.stderr
     assert json.loads(out.read_text())["dataset"]["element"]["batch_size"] == 6
-    bad = pipediag("diagnose", fixture_spec("builder_with_args"), "--arg", "nope=1", "--quiet")
+    bad = cli_main("diagnose", fixture_spec("builder_with_args"), "--arg", "nope=1", "--quiet")
     assert bad.returncode == 2 and "takes no parameter nope" in bad.stderr
 
 
 @pytest.mark.slow
 def test_demo_runs(tmp_path):
     out = tmp_path / "demo.json"
-    result = pipediag("diagnose", "--demo", "--quiet", "--max-seconds", "3", "--json", str(out))
+    result = pipediag("diagnose", "--demo", "--quiet", "--max-seconds", "1", "--json", str(out))
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # --quiet, for CI logs: the report on stdout and nothing else
     data = json.loads(out.read_text())

@@ -63,7 +63,7 @@ def _remove(child: Path) -> None:
 def test_diagnose_in_a_one_core_cgroup_counts_one_core_and_names_the_quota(tmp_path):
     child = _child_cgroup()
     out = tmp_path / "run.json"
-    command = [sys.executable, "-m", "pipediag", "diagnose", "--demo", "--quiet", "--max-seconds", "2",
+    command = [sys.executable, "-m", "pipediag", "diagnose", "--demo", "--quiet", "--max-seconds", "1",
                "--json", str(out)]
     shell = f'echo $$ > {child / "cgroup.procs"} && exec "$@"'
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}

@@ -1,7 +1,8 @@
 """Faults at run time, with real processes: `python -m pipediag` on small builders written into
 tmp_path. A pipeline or step that stalls, SIGTERM. Each test checks the exit code, the partial
 files, and that the process ended (subprocess returns) although a thread was stuck. Outer timeouts
-are generous and nothing is timed."""
+are generous and nothing is timed. A user's code that raises leaves no thread stuck: those tests
+run the command line's `main` in this process (`cli_main`: the same exit code, files and output)."""
 
 import json
 import os
@@ -226,9 +227,9 @@ def test_sigterm_while_a_pipeline_hangs_still_ends_the_process(spec, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_pipeline_raising_mid_run_keeps_the_modes_before_and_shows_the_users_traceback(spec, tmp_path):
+def test_a_pipeline_raising_mid_run_keeps_the_modes_before_and_shows_the_users_traceback(spec, tmp_path, cli_main):
     (out, page, samples), files = _outputs(tmp_path)
-    result = pipediag("diagnose", spec("raise_after"), "--max-seconds", "1", *files)
+    result = cli_main("diagnose", spec("raise_after"), "--max-seconds", "1", *files)
     assert result.returncode == 1, result.stderr
     assert "corrupt record" in result.stderr and "HINT:" in result.stderr
     assert "in read" in result.stderr  # the user's frame, in their file
@@ -240,9 +241,9 @@ def test_a_pipeline_raising_mid_run_keeps_the_modes_before_and_shows_the_users_t
 
 
 @pytest.mark.slow
-def test_a_step_raising_mid_run_keeps_the_modes_before(spec, tmp_path):
+def test_a_step_raising_mid_run_keeps_the_modes_before(spec, tmp_path, cli_main):
     out = tmp_path / "run.json"
-    result = pipediag("diagnose", spec("fine"), "--step", spec("step_raising_on_late_batches"), "--max-seconds", "1",
+    result = cli_main("diagnose", spec("fine"), "--step", spec("step_raising_on_late_batches"), "--max-seconds", "1",
                       "--json", str(out), "--quiet")
     assert result.returncode == 1, result.stderr
     assert "device error on a real batch" in result.stderr

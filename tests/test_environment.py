@@ -154,7 +154,7 @@ def write(path, text):
 
 
 @pytest.mark.slow
-def test_env_json_lists_every_item(tmp_path):
+def test_env_json_lists_every_item(tmp_path, cli_main, monkeypatch):
     pytest.importorskip("tensorflow")
     out = tmp_path / "env.json"
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow")
@@ -167,8 +167,8 @@ def test_env_json_lists_every_item(tmp_path):
                 "tf_force_gpu_allow_growth", "nvml_driver", "nvml_cuda_driver_version", "gpus", "gpu_capabilities",
                 "jax_version", "jax_devices", "torch_version", "torch_devices", "container", "reasons", "warnings"):
         assert key in d, key
-    piped = subprocess.run([sys.executable, "-m", "pipediag", "env", "--json", "-"], capture_output=True, text=True,
-                           env=env, cwd=ROOT, timeout=600)  # `pipediag env --json - | jq`
+    monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
+    piped = cli_main("env", "--json", "-")  # `pipediag env --json - | jq`: standard output, by main in this process
     assert piped.returncode == 0 and json.loads(piped.stdout)["tensorflow_version"] == d["tensorflow_version"]
     assert d["tensorflow_cuda_version"] is None and d["reasons"]["tensorflow_cuda_version"] == "a CPU-only build of TensorFlow"
     assert d["tensorflow_xla_jit"] in ("off", "autoclustering", "on")

@@ -81,11 +81,12 @@ def test_sweep_finds_the_oom_edge_and_skips_larger_sizes():
     assert again == s
 
 
-def test_sweep_cli_writes_json_and_report_prints_it(tmp_path):
+def test_sweep_cli_writes_json_and_report_prints_it(tmp_path, cli_main, monkeypatch):
+    """What the command writes and prints, by its `main` in this process (the JAX step runs here, as
+    in the tests above)."""
     out = tmp_path / "sweep.json"
-    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="120")
-    run = lambda *a: subprocess.run([sys.executable, "-m", "pipediag", *a], capture_output=True, text=True,  # noqa: E731
-                                    env=env, cwd=ROOT, timeout=240)
+    monkeypatch.setenv("COLUMNS", "120")
+    run = cli_main
     page = tmp_path / "sweep.html"
     result = run("sweep", f"{FIXTURES}:vectors", "--step", f"{FIXTURES}:jax_step", "--batch-format", "numpy",
                  "--batch-sizes", "8,32", "--max-seconds", "1", "--json", str(out), "--html", str(page), "--quiet")

@@ -93,10 +93,10 @@ def test_tiny_step_pipeline_is_in_memory_so_no_cache_is_planned():
 KERAS_SCENARIOS = {"keras_input": {"SLEEP_S": 0.0, "HIDDEN": 8}, "keras_compute": {"WIDTH": 16, "LAYERS": 1}}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(KERAS_SCENARIOS))
-def test_keras_scenario_trains_on_jax_in_a_fresh_process(name):
-    # KERAS_BACKEND must be set before Keras is first imported: a process of its own.
+@pytest.fixture(scope="module")
+def keras_scenarios_on_jax():
+    """Each Keras scenario's two train steps on JAX, all in one fresh process: KERAS_BACKEND must be
+    set before Keras is first imported, so not this one; one process serves every scenario."""
     import json
     import subprocess
 
@@ -106,17 +106,26 @@ def test_keras_scenario_trains_on_jax_in_a_fresh_process(name):
         "from tests.test_gpu_scenarios import load\n"
         "from pipediag.modes.feeds import BatchFeed\n"
         "from pipediag.steps.keras_step import keras_step\n"
-        f"m = load({name!r}, **{KERAS_SCENARIOS[name]!r})\n"
-        "step = keras_step(m.make_model(), 'scenario')\n"
-        "feed = BatchFeed(m.make_dataset(batch_size=8).take(2), step.info.batch_format)\n"
-        "logs = [step.run(feed()) for _ in range(2)]\n"
-        "print(json.dumps({'format': step.info.batch_format, 'framework': step.described().framework,\n"
-        "                  'loss': float(logs[-1]['loss'])}))\n"
+        "got = {}\n"
+        f"for name, sizes in {KERAS_SCENARIOS!r}.items():\n"
+        "    m = load(name, **sizes)\n"
+        "    step = keras_step(m.make_model(), 'scenario')\n"
+        "    feed = BatchFeed(m.make_dataset(batch_size=8).take(2), step.info.batch_format)\n"
+        "    logs = [step.run(feed()) for _ in range(2)]\n"
+        "    got[name] = {'format': step.info.batch_format, 'framework': step.described().framework,\n"
+        "                 'loss': float(logs[-1]['loss'])}\n"
+        "print(json.dumps(got))\n"
     )
     env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(KERAS_SCENARIOS))
+def test_keras_scenario_trains_on_jax_in_a_fresh_process(name, keras_scenarios_on_jax):
+    got = keras_scenarios_on_jax[name]
     assert got["format"] == "keras-jax" and got["framework"] == "jax" and np.isfinite(got["loss"])
 
 

@@ -22,13 +22,9 @@ def run(backend, *args, timeout=300):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend, module", [("jax", "jax"), ("torch", "torch")])
-def test_diagnose_a_keras_model_on_another_backend(backend, module, tmp_path):
+def test_diagnose_a_keras_model_on_another_backend(backend, module, entry_points):
     pytest.importorskip(module)
-    out = tmp_path / "run.json"
-    done = run(backend, "-m", "pipediag", "diagnose", f"{FIXTURES}:small_vectors", "--model", f"{FIXTURES}:small_model",
-               "--max-seconds", "0.5", "--quiet", "--json", str(out))
-    assert done.returncode == 0, done.stderr[-3000:]
-    d = json.loads(out.read_text())
+    d = entry_points(backend)["diagnose"]
     assert d["step"]["framework"] == backend and d["step"]["batch_format"] == f"keras-{backend}"
     assert f"on the Keras {backend} backend" in d["step"]["description"]
     assert "NumPy values" in d["step"]["sync"]
@@ -109,28 +105,61 @@ def test_input_monitor_on_pytorch_says_why_it_cannot_time_the_wait():
     assert "PyTorch backend" in got["reason"] + " ".join(got["evidence"])
 
 
-def _json_of(command, backend, tmp_path, *args):
-    out = tmp_path / f"{command}.json"
-    done = run(backend, "-m", "pipediag", command, *args, "--model", f"{FIXTURES}:small_model", "--quiet",
-               "--json", str(out))
+COMMANDS = """
+import json, sys
+from pipediag.cli import main
+for argv in json.loads(sys.argv[1]):
+    code = main(argv)
+    if code != 0:
+        sys.exit(f"{argv[0]} exited {code}")
+"""
+
+
+def _json_of_each(backend, folder, *commands):
+    """Each command's JSON by its name, the commands run by `pipediag.cli.main` one after another in
+    one fresh interpreter of the backend: the entry points need the backend's process, not one each."""
+    argvs = [[command, *args, "--model", f"{FIXTURES}:small_model", "--quiet", "--json",
+              str(folder / f"{command}.json")] for command, *args in commands]
+    done = run(backend, "-c", COMMANDS, json.dumps(argvs))
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(out.read_text())
+    return {command: json.loads((folder / f"{command}.json").read_text()) for command, *_ in commands}
+
+
+@pytest.fixture(scope="module")
+def entry_points(tmp_path_factory):
+    """`entry_points(backend)`: what diagnose, compare, sweep and scale wrote with `--model` on that
+    Keras backend, run once for the tests of this module that read them. Structure, not timing:
+    compare runs 3 short rounds (not up to its 15-s cap)."""
+    spec = f"{FIXTURES}:small_vectors"
+    runs = {}
+
+    def of(backend):
+        if backend not in runs:
+            runs[backend] = _json_of_each(
+                backend, tmp_path_factory.mktemp(f"keras-{backend}"),
+                ("diagnose", spec, "--max-seconds", "0.5"),
+                ("compare", spec, spec, "--arg-b", "batch_size=32", "--max-seconds", "15", "--max-rounds", "3",
+                 "--turn-seconds", "0.1"),
+                ("sweep", spec, "--batch-sizes", "8,16", "--max-seconds", "0.5"),
+                ("scale", spec, "--workers", "1", "--max-seconds", "1"),
+            )
+        return runs[backend]
+
+    return of
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend, module", [("jax", "jax"), ("torch", "torch")])
-def test_compare_sweep_and_scale_take_a_keras_model_on_another_backend(backend, module, tmp_path):
+def test_compare_sweep_and_scale_take_a_keras_model_on_another_backend(backend, module, entry_points):
     """The other entry points with `--model` on JAX and PyTorch (issue 14): each runs the model's
     real train step, fed as Keras' fit feeds that backend, and writes its result."""
     pytest.importorskip(module)
-    spec = f"{FIXTURES}:small_vectors"
-    compared = _json_of("compare", backend, tmp_path, spec, spec, "--arg-b", "batch_size=32", "--max-seconds", "15")
+    runs = entry_points(backend)
+    compared, swept, scaled = runs["compare"], runs["sweep"], runs["scale"]
     assert compared["step"]["framework"] == backend and compared["step"]["batch_format"] == f"keras-{backend}"
     assert compared["comparison"]["rounds"] >= 2, compared["comparison"]
-    swept = _json_of("sweep", backend, tmp_path, spec, "--batch-sizes", "8,16", "--max-seconds", "0.5")
     assert [p["batch_size"] for p in swept["points"]] == [8, 16]
     assert all(p["examples_per_sec"] and p["pipeline_examples_per_sec"] for p in swept["points"]), swept["points"]
-    scaled = _json_of("scale", backend, tmp_path, spec, "--workers", "1", "--max-seconds", "1")
     assert scaled["step"]["framework"] == backend
     assert [c["workers"] for c in scaled["counts"]] == [1], scaled["counts"]
     assert scaled["counts"][0]["fed"]["batches_per_sec"] > 0, scaled["counts"]

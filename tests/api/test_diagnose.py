@@ -6,9 +6,14 @@ pytest.importorskip("tensorflow")
 
 import pipediag  # noqa: E402
 from pipediag.errors import UsageError, UserCodeError  # noqa: E402
+from pipediag.records.run import StopRule  # noqa: E402
 from tests.fixtures import pipelines as P  # noqa: E402
 
 pytestmark = pytest.mark.slow
+
+# For the tests that check what a run says and holds, not what it measured: modes of 0.2-1 s
+# (quick_rule's are 0.5-3 s), still at least 10 steps each after 3 of warm-up.
+STRUCTURE = StopRule(max_seconds=1.0, min_seconds=0.2, min_steps=10, warmup_steps=3)
 
 
 def test_serial_map_is_input_bound_with_a_measured_parallel_map_fix(quick_rule):
@@ -112,8 +117,8 @@ def test_a_slow_python_generator_gets_advice_to_make_batches_in_tensorflow(quick
         assert fix.basis.startswith("not measured") and "the GIL" in fix.basis
 
 
-def test_standin_model_is_used_and_described(quick_rule):
-    d = pipediag.diagnose(P.in_memory, stop_rule=quick_rule, modes=("synthetic", "pipeline"))
+def test_standin_model_is_used_and_described():
+    d = pipediag.diagnose(P.in_memory, stop_rule=STRUCTURE, modes=("synthetic", "pipeline"))
     assert d.step.kind == "standin"
     assert "stand-in model" in d.step.description and "MLP" in d.step.description
     assert "tuned" not in d.modes
@@ -125,13 +130,13 @@ def test_unbatched_dataset_is_refused_with_a_hint():
     assert "--batch-size" in info.value.hint
 
 
-def test_unbatched_dataset_with_batch_size_is_batched_and_said_so(quick_rule):
-    d = pipediag.diagnose(P.unbatched, batch_size=10, stop_rule=quick_rule, modes=("synthetic", "pipeline"))
+def test_unbatched_dataset_with_batch_size_is_batched_and_said_so():
+    d = pipediag.diagnose(P.unbatched, batch_size=10, stop_rule=STRUCTURE, modes=("synthetic", "pipeline"))
     assert any("pipediag added .batch(10)" in n for n in d.notes)
     assert d.element.batch_size == 10
 
 
-def test_an_array_over_the_graph_limit_is_diagnosed_by_the_modes_that_need_no_graph(quick_rule, monkeypatch):
+def test_an_array_over_the_graph_limit_is_diagnosed_by_the_modes_that_need_no_graph(monkeypatch):
     """Issue 27: `from_tensor_slices` of an array over 2 GiB crashed pipediag (its graph cannot be
     serialized). The same path on P.in_memory's 2 MiB array, the limit lowered to 1 MiB: the modes
     that need no graph run, the anatomy times the user's own Dataset objects, the reason and the
@@ -141,7 +146,7 @@ def test_an_array_over_the_graph_limit_is_diagnosed_by_the_modes_that_need_no_gr
 
     labels = [s.label for s in PipelineGraph.from_dataset(P.in_memory()).stages()]  # under the real limit
     monkeypatch.setattr(objects, "GRAPHDEF_LIMIT_BYTES", 1 << 20)
-    d = pipediag.diagnose(P.in_memory, step=P.light_step(), stop_rule=quick_rule)
+    d = pipediag.diagnose(P.in_memory, step=P.light_step(), stop_rule=STRUCTURE)
     assert d.status == "complete" and d.verdict is not None
     assert set(d.modes) == {"synthetic", "pipeline", "input_only"}, d.modes
     assert all(d.modes[name].steps >= 10 for name in d.modes)
@@ -154,22 +159,22 @@ def test_an_array_over_the_graph_limit_is_diagnosed_by_the_modes_that_need_no_gr
     assert not any(f.kind == "cache" for f in d.fixes)
 
 
-def test_batch_size_and_args_reach_the_builder(quick_rule):
-    d = pipediag.diagnose(P.builder_with_args, batch_size=5, builder_kwargs={"scale": 2.0}, stop_rule=quick_rule,
+def test_batch_size_and_args_reach_the_builder():
+    d = pipediag.diagnose(P.builder_with_args, batch_size=5, builder_kwargs={"scale": 2.0}, stop_rule=STRUCTURE,
                           modes=("synthetic", "pipeline"))
     assert d.element.batch_size == 5
 
 
-def test_short_finite_dataset_is_repeated_and_said_so(quick_rule):
-    d = pipediag.diagnose(P.tiny_finite, stop_rule=quick_rule, modes=("synthetic", "pipeline"))
+def test_short_finite_dataset_is_repeated_and_said_so():
+    d = pipediag.diagnose(P.tiny_finite, stop_rule=STRUCTURE, modes=("synthetic", "pipeline"))
     assert d.cardinality == 3
     assert any("only 3 batches" in n for n in d.notes)
     assert any("restarted" in n for n in d.notes)
     assert d.modes["pipeline"].steps >= 10
 
 
-def test_ragged_dict_elements_work_with_the_standin(quick_rule):
-    d = pipediag.diagnose(P.ragged_dict, stop_rule=quick_rule, modes=("synthetic", "pipeline"))
+def test_ragged_dict_elements_work_with_the_standin():
+    d = pipediag.diagnose(P.ragged_dict, stop_rule=STRUCTURE, modes=("synthetic", "pipeline"))
     assert "ragged" in d.element.structure
     # The ragged ids are read (each row's count and mean), not ignored.
     assert "value count and mean of each row of ['ids']" in d.step.description, d.step.description
@@ -218,12 +223,18 @@ def test_model_and_step_together_is_a_usage_error():
         pipediag.diagnose(P.in_memory, model=P.small_model(), step=P.light_step())
 
 
-def test_a_tuning_read_that_hangs_ends_the_run_as_stalled_with_the_modes_kept(quick_rule):
+def test_a_tuning_read_that_hangs_ends_the_run_as_stalled_with_the_modes_kept(quick_rule, monkeypatch):
     """The plan's vectorize check reads the input of map(scale) fresh; from the tuning phase on,
-    hang_read waits on an Event the test sets only at its end."""
+    hang_read waits on an Event the test sets only at its end. The check's deadline is its budget
+    (3 x VECTORIZE_CHECK_SECONDS) plus the stall timeout: with the budget's 5 s that was 18 s of
+    this test's 29; at 1 s it is 6 s, the same path."""
     import threading
 
     import tensorflow as tf
+
+    from pipediag.tuner import rewrite
+
+    monkeypatch.setattr(rewrite, "VECTORIZE_CHECK_SECONDS", 1.0)
 
     tuning, never = threading.Event(), threading.Event()
 

@@ -96,12 +96,14 @@ def test_data_dir_is_only_for_tfds_targets(tmp_path):
 
 
 @pytest.mark.slow
-def test_diagnose_a_tfds_target_end_to_end(data_dir, tmp_path):
+def test_diagnose_a_tfds_target_end_to_end(data_dir, tmp_path, cli_main):
+    """The command line's `main`, in this process: tfds is imported here already, and a process of
+    its own would import TensorFlow and tfds again for each command."""
     out = tmp_path / "run.json"
-    result = _pipediag("diagnose", "tfds:pipediag_tiny_pairs", "--data-dir", data_dir, "--batch-size", "8",
+    result = cli_main("diagnose", "tfds:pipediag_tiny_pairs", "--data-dir", data_dir, "--batch-size", "8",
                        "--max-seconds", "1", "--quiet", "--json", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["target"] == "tfds:pipediag_tiny_pairs" and data["dataset"]["element"]["batch_size"] == 8
-    missing = _pipediag("diagnose", "tfds:mnist", "--data-dir", str(tmp_path), "--quiet")
+    missing = cli_main("diagnose", "tfds:mnist", "--data-dir", str(tmp_path), "--quiet")
     assert missing.returncode == 2 and "not prepared" in missing.stderr and "HINT:" in missing.stderr

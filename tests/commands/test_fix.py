@@ -1,4 +1,6 @@
-"""`pipediag fix RUN.json`, run as users run it (a subprocess), on a copy of small real builders.
+"""`pipediag fix RUN.json` on a copy of small real builders: run as users run it (a subprocess)
+where the test is about what a pipe gets (`--diff -`), by the command line's `main` in this process
+(`cli_main`: the same output and exit code, no TensorFlow import of its own) elsewhere.
 
 The diagnoses are scripted around the real graphs (tests.api.test_tuned.scripted): what is tested
 is the patch, its proof and the refusals, never a timing."""
@@ -49,10 +51,10 @@ def test_fix_prints_the_diff_checks_the_stages_and_writes_nothing_without_apply(
 
 
 @pytest.mark.slow
-def test_fix_apply_writes_the_patched_builder_and_keeps_its_comments(tmp_path):
+def test_fix_apply_writes_the_patched_builder_and_keeps_its_comments(tmp_path, cli_main):
     builder, run = saved_run(tmp_path, "vectorizable")
     before = builder.read_text()
-    result = pipediag("fix", str(run), "--no-measure", "--apply")
+    result = cli_main("fix", str(run), "--no-measure", "--apply")
     assert result.returncode == 0, result.stderr
     after = builder.read_text()
     assert "return ds.batch(batch_size).map(normalize, num_parallel_calls=tf.data.AUTOTUNE)" in after
@@ -64,25 +66,25 @@ def test_fix_apply_writes_the_patched_builder_and_keeps_its_comments(tmp_path):
 
 
 @pytest.mark.slow
-def test_fix_refuses_a_builder_that_changed_since_the_diagnosis(tmp_path):
+def test_fix_refuses_a_builder_that_changed_since_the_diagnosis(tmp_path, cli_main):
     builder, run = saved_run(tmp_path, "serial_random_map")
-    result = pipediag("fix", str(run), "--target", f"{builder}:changed_function", "--no-measure")
+    result = cli_main("fix", str(run), "--target", f"{builder}:changed_function", "--no-measure")
     assert result.returncode == 2
     assert "is not the one diagnosed" in result.stderr and "map(noisy)" in result.stderr
     assert "HINT:" in result.stderr
 
 
 @pytest.mark.slow
-def test_fix_refuses_a_tfds_target(tmp_path):
+def test_fix_refuses_a_tfds_target(tmp_path, cli_main):
     _, run = saved_run(tmp_path, "serial_random_map", target="tfds:mnist")
-    result = pipediag("fix", str(run))
+    result = cli_main("fix", str(run))
     assert result.returncode == 2 and "nothing of yours to patch" in result.stderr
 
 
 @pytest.mark.slow
-def test_fix_measures_the_patch_against_the_original(tmp_path):
+def test_fix_measures_the_patch_against_the_original(tmp_path, cli_main):
     _, run = saved_run(tmp_path, "serial_random_map")
-    result = pipediag("fix", str(run), "--max-seconds", "4", "--quiet")
+    result = cli_main("fix", str(run), "--max-seconds", "4", "--quiet")
     assert result.returncode == 0, result.stderr
     assert "measured: patched / original = " in result.stdout
     assert "the diagnosis measured tuned / pipeline = 1.80x [1.60, 2.00]" in result.stdout

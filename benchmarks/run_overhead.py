@@ -63,13 +63,16 @@ def goal_ratio(step_ms: float) -> float:
 
 def summarize(rates: dict[str, list[float]], arm: str = "with", against: str = "without") -> dict:
     """Ratios of `arm`'s throughput over `against`'s: per round (same round, both arms), their
-    median, min and max, and pooled (sum over sum)."""
+    median with its distribution-free 95% interval (None under 6 rounds), min and max, and pooled
+    (sum over sum)."""
     a, b = rates[arm], rates[against]
     if not a or len(a) != len(b):
         raise ValueError(f"need the same number of rounds for {arm} and {against}, got {len(a)} and {len(b)}")
+    from pipediag import stats
+
     pair = [x / y for x, y in zip(a, b)]
-    return {"per_round": pair, "median": statistics.median(pair), "min": min(pair), "max": max(pair),
-            "pooled": sum(a) / sum(b)}
+    return {"per_round": pair, "median": statistics.median(pair), "median_ci95": stats.median_ci(pair),
+            "min": min(pair), "max": max(pair), "pooled": sum(a) / sum(b)}
 
 
 def verdict(step_ms: float, ratio_median: float) -> dict:

@@ -29,6 +29,9 @@ def test_ratios_pair_the_arms_round_by_round():
     assert s["per_round"] == [0.99, 1.0, 1.25]
     assert (s["median"], s["min"], s["max"]) == (1.0, 0.99, 1.25)
     assert s["pooled"] == pytest.approx(349 / 340)
+    assert s["median_ci95"] is None  # under 6 rounds
+    eight = run_overhead.summarize({"with": [float(x) for x in range(1, 9)], "without": [1.0] * 8})
+    assert eight["median"] == 4.5 and eight["median_ci95"] == (1.0, 7.0)  # pipediag.stats.median_ci's ranks
     with pytest.raises(ValueError):
         run_overhead.summarize({"with": [1.0], "without": []})
 

@@ -137,7 +137,8 @@ class Observed:
     def __exit__(self, *exc):
         from pipediag.run.session import OBSERVING
 
-        self.sampler_core_share = _thread_cpu_s("pipediag-sampler") / (time.perf_counter() - self._started_s)
+        self.sampler_cpu_s = _thread_cpu_s("pipediag-sampler")  # in clock ticks (10 ms): summed over arms
+        self.wall_s = time.perf_counter() - self._started_s
         self.hooks.uninstall()
         self.session.close()
         self.log = self.sampler.stop()
@@ -318,7 +319,7 @@ def finish(name: str, workload: dict, steps: int, rates: dict, checks: list[Obse
     return {"workload": name, **workload, "timed_steps_per_arm": steps, "rounds": len(rates["with"]),
             "step_ms_without_median": step_ms, "batches_per_sec": rates, "ratio_with_over_without": ratio,
             **verdict(step_ms if goal_ms is None else goal_ms, ratio["median"]),
-            "sampler_core_share_median": statistics.median(c.sampler_core_share for c in checks),
+            "sampler_core_share": sum(c.sampler_cpu_s for c in checks) / sum(c.wall_s for c in checks),
             "observed_steps_per_arm": [c.steps_seen for c in checks],
             "samples_per_arm": [len(c.log.samples) for c in checks]}
 
@@ -328,7 +329,7 @@ def summary_line(r: dict) -> str:
     line = (f"{r['workload']}: step {r['step_ms_without_median']:.2f} ms; with/without median {ratio['median']:.4f} "
             f"(min {ratio['min']:.4f}, max {ratio['max']:.4f}, pooled {ratio['pooled']:.4f}); goal >= "
             f"{r['goal_ratio']:.2f}: {'met' if r['meets'] else 'MISSED'}; the sampler thread used "
-            f"{100 * r['sampler_core_share_median']:.2f}% of a core")
+            f"{100 * r['sampler_core_share']:.2f}% of a core")
     if "ratio_with_over_path" in r:
         wp, pw = r["ratio_with_over_path"], r["ratio_path_over_without"]
         line += (f"; with/path {wp['median']:.4f} ({wp['min']:.4f}-{wp['max']:.4f}), "

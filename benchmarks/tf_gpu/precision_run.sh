@@ -42,13 +42,22 @@ export KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2 PYTHONUNBUFFERED=1 COLUMN
 export CUDA_CACHE_MAXSIZE=${CUDA_CACHE_MAXSIZE:-4294967296}
 case ":${LD_LIBRARY_PATH:-}:" in
   *:/tmp/cuda12:*) ;;
-  *) if [ -f /tmp/parts/setup.py ]; then  # the links setup.py made, and the path it prints last
-       lib=$(python3 /tmp/parts/setup.py --link-only | sed -n 's/^LD_LIBRARY_PATH=//p')
+  *) # the links setup.py made, and the path it prints last (run 18 looked only in /tmp/parts, found
+     # nothing there, and TensorFlow ran on the CPU: the copy in this tree is the one to ask)
+     setup=benchmarks/tf_gpu/setup.py
+     [ -f "$setup" ] || setup=/tmp/parts/setup.py
+     if [ -f "$setup" ]; then
+       lib=$(python3 "$setup" --link-only | sed -n 's/^LD_LIBRARY_PATH=//p')
        export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
      else
-       echo "no /tmp/cuda12 in LD_LIBRARY_PATH and no /tmp/parts/setup.py: TensorFlow may not see the GPU" >&2
+       echo "no /tmp/cuda12 in LD_LIBRARY_PATH and no setup.py: TensorFlow may not see the GPU" >&2
      fi ;;
 esac
+# Refuse to measure on the CPU: every number below is about the GPU.
+if ! python3 -c "import tensorflow as tf, sys; sys.exit(0 if tf.config.list_physical_devices('GPU') else 1)" 2>/dev/null; then
+  echo "TensorFlow sees no GPU here (LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}): nothing run" | tee "$OUT/precision-summary.txt" >&2
+  exit 2
+fi
 
 SUMMARY="$OUT/precision-summary.txt"
 : > "$SUMMARY"

@@ -67,12 +67,13 @@ class FitSteps:
             lo_hi[1] = self.end[k]
         return [(lo, hi) for lo, hi in out.values()]
 
-    def mode_run(self, stop_reason: str) -> ModeRun | None:
+    def mode_run(self, stop_reason: str, warmup_steps: int | None = None) -> ModeRun | None:
         """The timed steps as a `pipeline` ModeRun, or None before the first timed step ends.
 
         `start_ns`/`end_ns` span all timed steps; when the fit had several epochs the time between
-        them is inside that span but in no step (the run's notes say so)."""
-        n, w = self.steps, self.warmup_steps
+        them is inside that span but in no step (the run's notes say so). `warmup_steps`: more
+        steps than the fixed warm-up left out (an early part whose rate differs, run.observe)."""
+        n, w = self.steps, self.warmup_steps if warmup_steps is None else max(warmup_steps, self.warmup_steps)
         if n <= w:
             return None
         epochs = sorted(set(self.epoch[w:n]))

@@ -46,6 +46,7 @@ class Source:
         self.steps = FitSteps(warmup_steps=self.warmup_steps)
         self.after = FitSteps(warmup_steps=0)
         self._checked = 0
+        self.settled_from: int | None = None  # the steps before it left out: the rate after it was stable
 
     @property
     def distributed(self) -> bool:
@@ -110,18 +111,35 @@ class Source:
             return None
         self._checked = n
         step_ns = [steps.end[k] - steps.t0[k] for k in range(w, steps.steps)]
-        return "stable" if is_stable(step_ns, rule.rel_half_width, rule.mean_rel_half_width) else None
+        if is_stable(step_ns, rule.rel_half_width, rule.mean_rel_half_width):
+            return "stable"
+        # Not stable over all the steps, maybe because an early part ran at another rate (a first
+        # epoch that fills a cache: the TF text-classification tutorial ended after 2,510 steps
+        # without a stable rate). The later half alone, stable and long enough, is the steady rate.
+        half = w + n // 2
+        late_s = (now_ns - steps.t0[half]) / 1e9
+        if n - n // 2 >= rule.min_steps and late_s >= rule.min_seconds and is_stable(
+                step_ns[n // 2:], rule.rel_half_width, rule.mean_rel_half_width):
+            self.settled_from = half
+            return "stable"
+        return None
 
     def pipeline_run(self, stop_reason: str) -> ModeRun | None:
         """The observed steps as the pipeline mode: the user's own loop on the user's pipeline."""
-        run = self.steps.mode_run(stop_reason)
+        run = self.steps.mode_run(stop_reason, self.settled_from)
         if run is None:
             return None
         n = run.steps
         note = (f"measured in your script's own loop by pipediag run: {n} steps of {self.name()} after "
                 f"{run.warmup_steps} warm-up step(s); the wait is the time the loop waited for each batch, the "
                 "rest of the step is everything until it asked for the next one")
-        return replace(run, notes=(note,) + run.notes[1:])
+        notes = (note,) + run.notes[1:]
+        if self.settled_from is not None:
+            left_out = self.settled_from - self.steps.warmup_steps
+            notes += (f"the rate over all observed steps was not stable, over the later {n} it was: the first "
+                      f"{left_out} (after the fixed warm-up) ran at another rate, such as a first epoch filling a "
+                      "cache, and are left out as warm-up",)
+        return replace(run, notes=notes)
 
     def after_text(self) -> str | None:
         """The steps after the windows (--then continue), in a sentence."""

@@ -16,6 +16,7 @@ from pipediag.callbacks.fit_steps import FitSteps
 from pipediag.modes.distributed import DistributedFeed
 from pipediag.modes.feeds import BatchFeed
 from pipediag.modes.runner import is_stable
+from pipediag.modes.warmup import FILL_PROJECTION_AFTER_S
 from pipediag.records.run import ModeRun, StopRule
 from pipediag.run.site import Site
 
@@ -47,6 +48,8 @@ class Source:
         self.after = FitSteps(warmup_steps=0)
         self._checked = 0
         self.settled_from: int | None = None  # the steps before it left out: the rate after it was stable
+        self.cache_pass: int | None = None  # batches in the first pass of a dataset that caches; 0: none, None: not asked
+        self.cache_gave_up_s: float | None = None  # that pass's projected seconds, when too long to wait for
 
     @property
     def distributed(self) -> bool:
@@ -101,7 +104,12 @@ class Source:
             return None
         if observe_steps is not None:
             return "max_steps" if n >= observe_steps else None
-        w = steps.warmup_steps
+        if self.filling_cache(now_ns, rule):
+            return None
+        w = max(steps.warmup_steps, self.cache_pass or 0)  # a filled cache: its first pass is warm-up
+        n = steps.steps - w
+        if n <= 0:
+            return None
         elapsed_s = (now_ns - steps.t0[w]) / 1e9
         if elapsed_s >= rule.max_seconds:
             return "time_cap"
@@ -124,9 +132,26 @@ class Source:
             return "stable"
         return None
 
+    def filling_cache(self, now_ns: int, rule: StopRule) -> bool:
+        """True while the script's first pass over a dataset that caches is still filling the cache
+        (as diagnose's warm-up waits for it: modes.warmup.CacheFilled): the epochs after it read
+        from memory, and they are the job's steady state. A pass projected past the warm-up cap
+        (`rule.warmup_max_seconds`) is not waited for; the note says the rate is the first pass's."""
+        if self.cache_pass is None:
+            self.cache_pass = cache_pass_batches_of(self.dataset) or 0
+        if not self.cache_pass or self.steps.steps > self.cache_pass:
+            return False
+        elapsed_s = (now_ns - self.steps.t0[0]) / 1e9
+        if elapsed_s >= FILL_PROJECTION_AFTER_S:
+            projected_s = elapsed_s * self.cache_pass / max(self.steps.steps, 1)
+            if projected_s > rule.warmup_max_seconds:
+                self.cache_gave_up_s, self.cache_pass = projected_s, 0
+                return False
+        return True
+
     def pipeline_run(self, stop_reason: str) -> ModeRun | None:
         """The observed steps as the pipeline mode: the user's own loop on the user's pipeline."""
-        run = self.steps.mode_run(stop_reason, self.settled_from)
+        run = self.steps.mode_run(stop_reason, self.settled_from or self.cache_pass or None)
         if run is None:
             return None
         n = run.steps
@@ -134,6 +159,12 @@ class Source:
                 f"{run.warmup_steps} warm-up step(s); the wait is the time the loop waited for each batch, the "
                 "rest of the step is everything until it asked for the next one")
         notes = (note,) + run.notes[1:]
+        if self.cache_pass:
+            notes += (f"your dataset caches: its first pass ({self.cache_pass} batches) filled the cache and is left "
+                      "out as warm-up, so the pipeline mode is the cached epochs, as every epoch after the first runs",)
+        elif self.cache_gave_up_s is not None:
+            notes += (f"your dataset caches, but its first pass would take about {self.cache_gave_up_s:.0f} s: the "
+                      "pipeline mode is that first, uncached pass; the epochs after it read from the cache",)
         if self.settled_from is not None:
             left_out = self.settled_from - self.steps.warmup_steps
             notes += (f"the rate over all observed steps was not stable, over the later {n} it was: the first "
@@ -153,6 +184,25 @@ class Source:
         return (f"after the windows your loop went on with the real pipeline for {n} step(s): the input wait was "
                 f"{share} of their time")
 
+
+
+def cache_pass_batches_of(dataset: Any) -> int | None:
+    """Batches in one pass of `dataset` when it caches and is finite (a loop that iterates it once
+    an epoch, or fit's epochs): its cardinality. None when it does not cache (read from its Python
+    Dataset objects' `_input_dataset` chain, private names: not found is None), or its length is
+    infinite or unknown."""
+    from pipediag.backends.tf import tf
+
+    node, depth = dataset, 0
+    while node is not None and depth < 500 and type(node).__name__ != "CacheDataset":
+        node, depth = getattr(node, "_input_dataset", None), depth + 1
+    if node is None or depth >= 500:
+        return None
+    try:
+        length = int(dataset.cardinality())
+    except (AttributeError, TypeError, ValueError, tf.errors.OpError):
+        return None
+    return length if length > 0 else None
 
 
 class FromFunctionFeed(DistributedFeed):

@@ -49,3 +49,47 @@ def test_a_rate_that_keeps_changing_is_not_enough():
     steps = [10 + 20 * (k % 2) for k in range(400)]  # alternating 10 / 30 ms in chunks: never pinned down
     source, now = observed([10] * 5 + [s * (1 + (k // 40) % 3) for k, s in enumerate(steps)])
     assert source.enough(RULE, None, now) is None
+
+
+def test_a_dataset_that_caches_is_observed_after_its_first_pass():
+    """The first pass (40 batches) fills the cache at three times the steady step time; the
+    observation waits for it, and the pipeline mode is the cached epochs only."""
+    from pipediag.backends.tf import tf
+    from pipediag.run.observe import cache_pass_batches_of
+
+    dataset = tf.data.Dataset.range(160).map(lambda x: x * 2).cache().shuffle(16).batch(4)
+    assert cache_pass_batches_of(dataset) == 40
+    assert cache_pass_batches_of(tf.data.Dataset.range(160).batch(4)) is None  # no cache
+    assert cache_pass_batches_of(dataset.repeat()) is None  # no end: no pass length to wait for
+    source = Source(dataset=dataset, number=1, site=None)
+    steps = noisy(30, 40, 6) + noisy(10, 300, 7)
+    now = 0
+    verdicts = []
+    for ms in steps:
+        source.steps.cut(now)
+        verdicts.append(source.enough(RULE, None, now))
+        source.steps.fetch_started(now)
+        source.steps.fetched(now + MS // 10)
+        now += int(ms * MS)
+    assert all(v is None for v in verdicts[:41])  # nothing decided inside the first pass
+    first = next(k for k, v in enumerate(verdicts) if v)
+    assert verdicts[first] == "stable"
+    run = source.pipeline_run("stable")
+    assert run.warmup_steps == 40 and max(run.compute_ns) < 11 * MS
+    assert any("first pass (40 batches) filled the cache" in n for n in run.notes)
+
+
+def test_a_first_pass_too_long_to_wait_for_is_not_waited_for():
+    from pipediag.backends.tf import tf
+
+    dataset = tf.data.Dataset.range(40_000).cache().batch(4)  # 10,000 batches of 30 ms: 300 s
+    source = Source(dataset=dataset, number=1, site=None)
+    now, verdict = 0, None
+    for ms in noisy(30, 400, 8):
+        source.steps.cut(now)
+        verdict = verdict or source.enough(RULE, None, now)
+        source.steps.fetch_started(now)
+        source.steps.fetched(now + MS // 10)
+        now += int(ms * MS)
+    assert verdict == "stable" and source.cache_pass == 0 and source.cache_gave_up_s > 100
+    assert any("would take about" in n for n in source.pipeline_run("stable").notes)

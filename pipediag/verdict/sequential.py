@@ -93,18 +93,34 @@ def same_side(value: float | None, reference: float | None, line: float) -> bool
     return value is not None and reference is not None and (value >= line) == (reference >= line)
 
 
-class PipelineDecided:
-    """`decided(wait_ns, compute_ns)` for pipeline mode, against synthetic mode's rate."""
+def settled(low: float | None, high: float | None, value: float, late_value: float | None, line: float,
+            margin: float = LINE_MARGIN) -> bool:
+    """The whole window's interval is clear of `line` and its second half sits on the same side."""
+    return clear_of(low, high, line, margin) and same_side(late_value, value, line)
+
+
+class _AgainstFree:
+    """A `decided(wait_ns, compute_ns)` condition that compares a mode's rate with synthetic mode's."""
 
     def __init__(self, synthetic: RateReading):
         self.synthetic = synthetic
         self.reason: str | None = None
 
-    def gap(self, step_ns: Sequence[int]):
-        fed = rate_reading(step_ns)
-        if fed is None:
+    def _ratio(self, step_ns: Sequence[int], free_over_mode: bool):
+        mode = rate_reading(step_ns)
+        if mode is None:
             return None
-        return ratio_of(self.synthetic.rate, self.synthetic.interval, fed.rate, fed.interval)
+        free = (self.synthetic.rate, self.synthetic.interval)
+        if free_over_mode:
+            return ratio_of(*free, mode.rate, mode.interval)
+        return ratio_of(mode.rate, mode.interval, *free)
+
+
+class PipelineDecided(_AgainstFree):
+    """`decided(wait_ns, compute_ns)` for pipeline mode, against synthetic mode's rate."""
+
+    def gap(self, step_ns: Sequence[int]):
+        return self._ratio(step_ns, free_over_mode=True)
 
     def __call__(self, wait_ns: Sequence[int], compute_ns: Sequence[int]) -> bool:
         step_ns = [w + c for w, c in zip(wait_ns, compute_ns)]
@@ -114,38 +130,30 @@ class PipelineDecided:
         if gap is None or wait is None or late_gap is None or late_wait is None:
             return False
         gap_lines = [T.GAP_SIGNIFICANT] + ([1.0] if wait[2] >= T.INPUT_WAIT_MODERATE else [])
-        for line in gap_lines:
-            if not (clear_of(gap.low, gap.high, line) and same_side(late_gap.value, gap.value, line)):
-                return False
-        for line in (T.INPUT_WAIT_MODERATE, T.INPUT_WAIT_HIGH):
-            if not (clear_of(wait[1], wait[2], line, WAIT_MARGIN / line) and same_side(late_wait[0], wait[0], line)):
-                return False
+        if not all(settled(gap.low, gap.high, gap.value, late_gap.value, line) for line in gap_lines):
+            return False
+        if not all(settled(wait[1], wait[2], wait[0], late_wait[0], line, WAIT_MARGIN / line)
+                   for line in (T.INPUT_WAIT_MODERATE, T.INPUT_WAIT_HIGH)):
+            return False
         self.reason = (f"synthetic over pipeline {gap.value:.2f}x (95%: {gap.low:.2f}-{gap.high:.2f}x), waiting "
                        f"{wait[0] * 100:.0f}% of the time: clear of the verdict's lines")
         return True
 
 
-class InputOnlyDecided:
+class InputOnlyDecided(_AgainstFree):
     """`decided(wait_ns, compute_ns)` for input_only mode (no step: each step's time is the wait)."""
 
-    def __init__(self, synthetic: RateReading):
-        self.synthetic = synthetic
-        self.reason: str | None = None
-
     def headroom(self, step_ns: Sequence[int]):
-        alone = rate_reading(step_ns)
-        if alone is None:
-            return None
-        return ratio_of(alone.rate, alone.interval, self.synthetic.rate, self.synthetic.interval)
+        return self._ratio(step_ns, free_over_mode=False)
 
     def __call__(self, wait_ns: Sequence[int], compute_ns: Sequence[int]) -> bool:
         step_ns = [w + c for w, c in zip(wait_ns, compute_ns)]
         headroom, late = self.headroom(step_ns), self.headroom(step_ns[len(step_ns) // 2:])
         if headroom is None or late is None:
             return False
-        for line in (1.0, T.INPUT_HEADROOM):
-            if not (clear_of(headroom.low, headroom.high, line) and same_side(late.value, headroom.value, line)):
-                return False
+        if not all(settled(headroom.low, headroom.high, headroom.value, late.value, line)
+                   for line in (1.0, T.INPUT_HEADROOM)):
+            return False
         self.reason = (f"input alone {headroom.value:.2f}x the free step (95%: {headroom.low:.2f}-{headroom.high:.2f}x): "
                        "clear of the verdict's lines")
         return True

@@ -13,8 +13,8 @@ user would run it; its JSON, stdout and stderr land in the output folder):
                on JAX, `--model`, KERAS_BACKEND=jax), torch_py_function — each with its expected
                verdict.
   4. sweep     scenarios/gpu/sweep.py at batch sizes 64..65536 under --gpu-memory-limit 3072.
-  3b. diagnose the TensorFlow-GPU scenarios (tf_keras_input, tf_keras_compute, tf_keras_memory:
-               Keras 3 on KERAS_BACKEND=tensorflow), when TensorFlow sees a GPU.
+  3b. diagnose the TensorFlow-GPU scenarios (tf_keras_input, tf_keras_compute, tf_keras_memory,
+               tf_tiny_step: Keras 3 on KERAS_BACKEND=tensorflow), when TensorFlow sees a GPU.
   5. overhead  the sampler's cost on step throughput (benchmarks/sampler_overhead.py) for the
                host-bound step (the most sensitive: Python dispatch competes with the sampler
                thread for the GIL) and the compute-bound step: 10 rounds of 1.5 s on/off blocks.
@@ -56,6 +56,7 @@ TF_CASES = [
     ("tf_keras_input", "input", [], 200),
     ("tf_keras_compute", "compute", [], 200),
     ("tf_keras_memory", "memory", [], 150),
+    ("tf_tiny_step", "host", [], 150),
 ]
 
 

@@ -150,7 +150,7 @@ def load(name, **constants):
         setattr(module, key, value)
     return module
 for name, constants, batch in (("tf_keras_input", {{"SIDE": 16}}, 4), ("tf_keras_compute", {{"WIDTH": 32}}, 8),
-                                ("tf_keras_memory", {{"WIDTH": 64}}, 4)):
+                                ("tf_keras_memory", {{"WIDTH": 64}}, 4), ("tf_tiny_step", {{}}, 8)):
     module = load(name, **constants)
     x, y = next(iter(module.make_dataset(batch_size=batch)))
     loss = module.make_model().train_on_batch(x, y)
@@ -169,4 +169,4 @@ def test_tensorflow_gpu_scenarios_build_and_train_at_toy_size():
     result = subprocess.run([sys.executable, "-c", TF_KERAS_CHECK.format(folder=SCENARIOS)], capture_output=True,
                             text=True, env=env, timeout=240)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.count("trained") == 3, result.stdout
+    assert result.stdout.count("trained") == 4, result.stdout

@@ -195,6 +195,7 @@ def conclude_run(state: DiagnoseRun, log, rule: StopRule, batch_size, batch_form
             tf_gpu_without_memory_growth=bool(state.environment and state.environment.tf_gpu_without_memory_growth),
             ram_budget_bytes=ram_budget_bytes, step_accelerators=accelerators(step_info.devices) if step_info else (),
             framework=framework, slow_stage=None if state.anatomy is None else state.anatomy.bottleneck_stage,
+            step_xla=step_info.xla if step_info else None,
         )
         verdict, recommendation = conclusion.verdict, conclusion.recommendation
         notes += list(recommendation.withheld)

@@ -96,11 +96,13 @@ def recommend(
     scale_command: str | None = None,
     slow_stage: str | None = None,
     container: ContainerLimits | None = None,
+    step_xla: bool | None = None,
 ) -> Recommendation:
     """`framework`: the step's (jax, torch, tensorflow), so fixes to the step are written for it.
     `slow_stage`: the stage the anatomy found slowest (its label), if it named one.
     `container`: this process's CPU and memory limits; a mode that ran at its CPU quota gets
-    the fix that raises it (or moves the work off the host)."""
+    the fix that raises it (or moves the work off the host). `step_xla`: the step is compiled with
+    XLA already (True), or not (False), or unknown (None): XLA is not offered to a step that has it."""
     fw = framework if framework in ("jax", "torch") else "tensorflow"
     m = measure_changes(verdict, modes, changes, ablation)
     if verdict.bottleneck == "memory" and verdict.facts.get("memory_source") == MEMORY_SOURCE_BUFFERS:
@@ -115,9 +117,9 @@ def recommend(
     elif verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
         fixes = _handover_fixes(verdict, fw)
     elif verdict.bottleneck == "host":
-        fixes = _host_fixes(verdict, fw)
+        fixes = _host_fixes(verdict, fw, step_xla)
     elif verdict.bottleneck == "compute":
-        fixes = _compute_fixes(verdict, fw, gpu_present)
+        fixes = _compute_fixes(verdict, fw, gpu_present, step_xla)
     else:
         fixes = []
     if m.measured and verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
@@ -220,20 +222,26 @@ def _memory_fixes(verdict: Verdict, modes: dict[str, ModeSummary | None], fw: st
     return fixes
 
 
-def _host_fixes(verdict: Verdict, fw: str) -> list[Fix]:
-    """Host-bound (per-step overhead or small kernels): larger batches and XLA."""
+def _host_fixes(verdict: Verdict, fw: str, step_xla: bool | None) -> list[Fix]:
+    """Host-bound (per-step overhead or small kernels): larger batches; for per-step overhead,
+    several batches per compiled call; XLA unless the step has it already."""
     small_kernels = verdict.facts.get("gpu_limit") == GPU_LIMIT_SMALL_KERNELS
     why = ("not measured: the GPU is busy but its kernels fill few SMs; larger batches make larger kernels"
            if small_kernels else "not measured: with free input the GPU is mostly idle; larger batches "
            "spread the per-step overhead")
-    return [
-        _fix("batch_size", None, why, code="ds = ds.batch(2 * BATCH_SIZE)"),
-        _fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches", framework=fw),
-    ]
+    fixes = [_fix("batch_size", None, why, code="ds = ds.batch(2 * BATCH_SIZE)")]
+    if not small_kernels:
+        fixes.append(_fix("steps_per_call", None, "not measured: the host's work for each call of the compiled "
+                          "step (dispatch, launches, reading its results) is paid once for several batches"
+                          + (" (the step is compiled with XLA already)" if step_xla else ""), framework=fw))
+    if not step_xla:
+        fixes.append(_fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches", framework=fw))
+    return fixes
 
 
-def _compute_fixes(verdict: Verdict, fw: str, gpu_present: bool) -> list[Fix]:
-    """Compute-bound: fixes to the step by what limits the GPU (memory bandwidth, idle SMs, or the math)."""
+def _compute_fixes(verdict: Verdict, fw: str, gpu_present: bool, step_xla: bool | None) -> list[Fix]:
+    """Compute-bound: fixes to the step by what limits the GPU (memory bandwidth, idle SMs, or the
+    math); XLA unless the step has it already."""
     fixes: list[Fix] = []
     if verdict.facts.get("gpu_limit") == GPU_LIMIT_MEMORY_BANDWIDTH:
         fixes.append(_fix("mixed_precision", None, "not measured: the step is memory-bandwidth-bound; 16-bit "
@@ -251,7 +259,7 @@ def _compute_fixes(verdict: Verdict, fw: str, gpu_present: bool) -> list[Fix]:
                               "bfloat16 several times faster than float32", framework=fw))
         fixes.append(_fix("xla", None, "not measured: the step is the limit, not the input; input changes will "
                           "not help", framework=fw))
-    return fixes
+    return [f for f in fixes if not (step_xla and f.kind == "xla")]
 
 
 def _quota_fix(verdict: Verdict, modes: dict[str, ModeSummary | None], container: ContainerLimits | None,

@@ -16,6 +16,9 @@ class StepInfo:
     # Its strategy's replica devices ("gpu:0", "cpu:3"), else those its results lived on
     # (steps.placement); () when unknown (plain values, or nothing returned).
     devices: tuple[str, ...] = ()
+    # Whether the step is compiled with XLA already (a Keras model's resolved jit_compile: "auto" is
+    # XLA on a GPU); None when unknown. An XLA fix is not offered to a step that has it.
+    xla: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -134,6 +134,7 @@ def keras_step(model: Any, label: str, first_batch: Any = None) -> Step:
             batch_format=KERAS_FORMATS.get(backend, "tf"),
             framework=backend,
             devices=() if strategy is None else replica_devices(strategy),
+            xla=jit if isinstance(jit, bool) else None,
         ),
         observed=lambda: Observed(backend, _SYNC[backend] if strategy is None else _SYNC_DISTRIBUTED,
                                   () if strategy is None else replica_devices(strategy)),

@@ -126,11 +126,30 @@ def test_memory_fixes_for_a_torch_step():
 
 def test_host_verdict_fixes():
     rec = recommend(verdict("host"), modes(500, 505), [], gpu_present=True)
-    assert [f.kind for f in rec.fixes] == ["batch_size", "xla"]
+    assert [f.kind for f in rec.fixes] == ["batch_size", "steps_per_call", "xla"]
     assert "mostly idle" in rec.fixes[0].basis
+    assert "steps_per_execution" in rec.fixes[1].code
 
 
-@pytest.mark.parametrize("bottleneck, kinds", [("host", ["batch_size", "xla"]), ("compute", ["mixed_precision", "xla"])])
+def test_a_step_compiled_with_xla_is_not_told_to_compile_with_xla():
+    # Seen on the H200 (run 20, tf_tiny_step): a Keras model that Keras had compiled with XLA
+    # (jit_compile="auto" is XLA on a GPU) was told "Compile the step with XLA".
+    host = recommend(verdict("host"), modes(500, 505), [], gpu_present=True, step_xla=True)
+    assert [f.kind for f in host.fixes] == ["batch_size", "steps_per_call"]
+    assert "compiled with XLA already" in host.fixes[1].basis
+    compute = recommend(verdict("compute"), modes(50, 50.5), [], gpu_present=True, step_xla=True)
+    assert [f.kind for f in compute.fixes] == ["mixed_precision"]
+    bandwidth = recommend(verdict("compute", gpu_limit=GPU_LIMIT_MEMORY_BANDWIDTH), modes(50, 50.5), [],
+                          gpu_present=True, step_xla=True)
+    assert [f.kind for f in bandwidth.fixes] == ["mixed_precision"]
+    # Known not to be XLA, or unknown: XLA stays
+    for known in (False, None):
+        assert "xla" in [f.kind for f in recommend(verdict("compute"), modes(50, 50.5), [], gpu_present=True,
+                                                   step_xla=known).fixes]
+
+
+@pytest.mark.parametrize("bottleneck, kinds", [("host", ["batch_size", "steps_per_call", "xla"]),
+                                               ("compute", ["mixed_precision", "xla"])])
 def test_a_faster_tuned_run_with_nothing_applied_is_drift_not_a_fix(bottleneck, kinds):
     # Seen on the H200: nothing to change, the rebuilt graph ran 1.34x pipeline mode (two runs of
     # one pipeline), and that "gain" swallowed the step's own fixes.
@@ -143,6 +162,7 @@ def test_small_kernels_host_verdict_says_so_and_speaks_jax():
     rec = recommend(verdict("host", gpu_limit=GPU_LIMIT_SMALL_KERNELS), modes(500, 505), [], gpu_present=True,
                     framework="jax")
     assert "fill few SMs" in rec.fixes[0].basis
+    assert [f.kind for f in rec.fixes] == ["batch_size", "xla"]  # the kernels are small, not the calls many
     assert rec.fixes[1].code.startswith("step = jax.jit(step")
 
 

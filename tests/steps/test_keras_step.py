@@ -61,3 +61,16 @@ def test_a_step_factory_returning_no_function_is_refused():
     with pytest.raises(UsageError, match="returned a int, not a function") as info:
         user_step(3, "s.py:make_step", "tf")
     assert "factory" in info.value.hint
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_the_step_says_whether_keras_compiled_it_with_xla(jit):
+    """StepInfo.xla is the model's resolved jit_compile ("auto" is XLA on a GPU, not on a CPU-only
+    machine): the fixes do not tell an XLA-compiled model to compile with XLA."""
+    import keras
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", jit_compile=jit)
+    info = keras_step(model, "m.py:build").info
+    assert info.xla is jit
+    assert f"(jit_compile={jit})" in info.description

@@ -7,10 +7,12 @@ step on it). What fit cannot be run with is said before anything runs: the PyTor
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from pipediag.backends.tf import keras, tf
 from pipediag.callbacks.keras import _unwrapped, unsupported_reason
+from pipediag.run.budget import StepBudget
 
 
 def model_class() -> type:
@@ -48,6 +50,33 @@ def refusal(model: Any, x: Any) -> tuple[str, str] | None:
             "give fit a tf.data.Dataset")
 
 
+def fit_budget(original, model: Any, x: Any, args: tuple, kwargs: dict) -> StepBudget | None:
+    """The steps this fit will run: (epochs - initial_epoch) x (steps_per_epoch, else the dataset's
+    cardinality); None when the dataset's length is infinite or unknown (fit then runs each epoch
+    until the data ends, and a window, which never ends the data, is not cut short by it)."""
+    try:
+        bound = inspect.signature(original).bind(model, x, *args, **kwargs)
+    except TypeError:
+        return None
+    given = bound.arguments
+    epochs, initial = given.get("epochs", 1), given.get("initial_epoch", 0)
+    steps_per_epoch = given.get("steps_per_epoch")
+    if not isinstance(epochs, int) or not isinstance(initial, int) or epochs <= initial:
+        return None
+    if steps_per_epoch:
+        per, how = int(steps_per_epoch), "its steps_per_epoch"
+    else:
+        try:
+            per, how = int(x.cardinality()), "the dataset's cardinality"
+        except (AttributeError, TypeError, ValueError, tf.errors.OpError):
+            return None
+        if per <= 0:
+            return None
+    n = epochs - initial
+    return StepBudget(total=n * per, how=f"model.fit: {n} epoch(s) x {per} steps, {how}", steps_per_epoch=per,
+                      epochs=n)
+
+
 def fit_hook(session, original):
     def fit(model, x=None, *args, **kwargs):
         if not session.active:
@@ -55,7 +84,7 @@ def fit_hook(session, original):
         refused = refusal(model, x)
         if refused is not None:
             session.refuse(*refused)
-        source = session.fit_source(x, model)
+        source = session.fit_source(x, model, fit_budget(original, model, x, args, kwargs))
         if source is None:  # a later fit once the diagnosis is over: left as it is
             return original(model, x, *args, **kwargs)
         kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), _FitTap(session, source)]
@@ -82,6 +111,9 @@ class _FitTap(keras.callbacks.Callback):
 
     def on_test_begin(self, logs=None) -> None:
         self.session.cut(self.source)
+
+    def on_epoch_begin(self, epoch, logs=None) -> None:
+        self.source.steps.current_epoch = epoch  # Keras makes a new iterator each epoch (no steps_per_epoch)
 
     def on_epoch_end(self, epoch, logs=None) -> None:
         self.session.cut(self.source)

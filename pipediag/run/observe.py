@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pipediag.analysis.epoch_starts import split_epoch_starts, without
 from pipediag.callbacks.fit_steps import FitSteps
 from pipediag.modes.distributed import DistributedFeed
 from pipediag.modes.feeds import BatchFeed
@@ -50,6 +51,7 @@ class Source:
         self.settled_from: int | None = None  # the steps before it left out: the rate after it was stable
         self.cache_pass: int | None = None  # batches in the first pass of a dataset that caches; 0: none, None: not asked
         self.cache_gave_up_s: float | None = None  # that pass's projected seconds, when too long to wait for
+        self.epoch_starts: dict | None = None  # the epoch starts inside the observed steps and their cost
 
     @property
     def distributed(self) -> bool:
@@ -165,12 +167,40 @@ class Source:
         elif self.cache_gave_up_s is not None:
             notes += (f"your dataset caches, but its first pass would take about {self.cache_gave_up_s:.0f} s: the "
                       "pipeline mode is that first, uncached pass; the epochs after it read from the cache",)
+        run, start_notes = self.apart_from_epoch_starts(run)
+        notes += start_notes
         if self.settled_from is not None:
             left_out = self.settled_from - self.steps.warmup_steps
             notes += (f"the rate over all observed steps was not stable, over the later {n} it was: the first "
                       f"{left_out} (after the fixed warm-up) ran at another rate, such as a first epoch filling a "
                       "cache, and are left out as warm-up",)
         return replace(run, notes=notes)
+
+    def apart_from_epoch_starts(self, run: ModeRun) -> tuple[ModeRun, tuple[str, ...]]:
+        """The observed steps without the wait at each epoch's start (analysis.epoch_starts), when
+        there is one: the verdict is decided on the steady state, the start cost is its own finding."""
+        steps, w = self.steps, run.warmup_steps
+        epochs = steps.epoch[w:w + run.steps]
+        found = split_epoch_starts(run.wait_ns, run.step_ns, epochs)
+        self.epoch_starts = {"starts": found.starts, "found": found.found,
+                             "wait_per_start_ms": round(found.wait_per_start_ns / 1e6, 3),
+                             "share": round(found.share, 4), "steps_per_epoch": found.steps_per_epoch,
+                             "steady_wait_median_ms": round(found.steady_wait_median_ns / 1e6, 3)}
+        if not found.found:
+            if found.starts:
+                return run, (f"{found.starts} epoch start(s) (a new iterator) inside the observed steps: their first "
+                             "steps waited no longer than the others",)
+            return run, ()
+        self.epoch_starts.update(text=found.text())
+        kept = replace(run, wait_ns=without(run.wait_ns, found.start_steps),
+                       compute_ns=without(run.compute_ns, found.start_steps))
+        fix = ("what removes it: one iterator kept across epochs (`it = iter(dataset.repeat())` made once, and "
+               "`next(it)` a known number of steps per epoch; in fit, `dataset.repeat()` with `steps_per_epoch`), or a "
+               "smaller shuffle buffer (a shuffle refills its whole buffer at each start), with its files or "
+               "elements shuffled first; not measured by pipediag run")
+        self.epoch_starts.update(fix=fix)
+        return kept, (found.text() + f"; those {len(found.start_steps)} start step(s) are left out of the pipeline "
+                      "mode", fix)
 
     def after_text(self) -> str | None:
         """The steps after the windows (--then continue), in a sentence."""

@@ -31,7 +31,9 @@ def conclude_script(session: Session, ending: Ending, log, elapsed_s: float, lab
         run = training.pipeline_run("interrupted")
         if run is not None:
             state.runs["pipeline"] = run
+    partial: list[str] = []
     if not session.windows_done.is_set() or state.interrupted:  # the script ended before the windows did
+        partial = _partial_windows(state)
         if ending.how == RAISED:
             state.failure = UserCodeError("script", ending.error)
         else:
@@ -40,9 +42,24 @@ def conclude_script(session: Session, ending: Ending, log, elapsed_s: float, lab
                 fault = _ended_early(session, ending, training)
     diagnosis = conclude_run(state, log, plan.rule, None if state.element is None else state.element.batch_size,
                              training.batch_format if training else "tf", elapsed_s, plan.ram_budget_bytes)
-    notes = list(diagnosis.notes) + _script_notes(session, ending, training)
+    notes = partial + list(diagnosis.notes) + _script_notes(session, ending, training)
+    synthetic = state.runs.get("synthetic")
+    if partial and synthetic is not None and synthetic.stop_reason == "interrupted":
+        diagnosis = replace(diagnosis, verdict=None, fixes=(), tried=())
     return replace(diagnosis, target=_target(label, training), notes=tuple(notes),
                    settings={**diagnosis.settings, **_settings(session, label, training)}), fault
+
+
+def _partial_windows(state) -> list[str]:
+    """Notes on the windows the script's end (or an interrupt) cut short. They stay in the report,
+    as measured; a cut-short synthetic window is no rate to decide on, so there is then no verdict."""
+    notes = []
+    for name, run in state.runs.items():
+        if name != "pipeline" and run.stop_reason == "interrupted":
+            notes.append(f"inconclusive: the {name} window was cut short after {run.steps} timed step(s); "
+                         + ("no verdict is drawn from a partial window" if name == "synthetic" else
+                            "what it measured is shown, not relied on"))
+    return notes
 
 
 def _most_taken(session: Session):
@@ -64,9 +81,14 @@ def _ended_early(session: Session, ending: Ending, training) -> Fault:
     need = (f"{session.plan.observe_steps} timed steps after {training.warmup_steps} warm-up steps"
             if session.plan.observe_steps else "a stable step rate")
     when = "before the observation was enough" if session.training is None else "during the windows"
+    if session.budget_short is not None:
+        what, hint = session.budget_short
+        return Fault(f"{what}; it {ending.text()} after {n} step(s) of {training.name()}, {when}: the report has what "
+                     "was measured, inconclusive", hint, 1)
     return Fault(f"the script {ending.text()} after {n} step(s) of {training.name()}, {when} (it needs {need}); "
-                 "the report has what was measured", "let the script train longer (more steps or epochs), or give "
-                 "a smaller --observe-steps and --window-seconds", 1)
+                 "the report has what was measured, inconclusive", "let the script train longer (more steps or "
+                 "epochs), give a smaller --observe-steps and --window-seconds, or diagnose the pipeline in a builder "
+                 "('pipediag diagnose file.py:make_dataset --model file.py:make_model'), which repeats it", 1)
 
 
 def _script_notes(session: Session, ending: Ending, training) -> list[str]:
@@ -77,6 +99,9 @@ def _script_notes(session: Session, ending: Ending, training) -> list[str]:
                   "the first one whose steps reached a stable rate" if session.training is training else
                   "the one iterated most (no dataset reached a stable rate)")
         notes.append(f"training dataset: {training.name()}, {chosen}; {training.taken} batches taken")
+    starts = None if training is None else training.epoch_starts
+    if starts and starts.get("found"):
+        notes += [starts["text"], starts["fix"]]
     for s in others:
         notes.append(f"also iterated: {s.name()}, {s.taken} batches (not diagnosed)")
     if "synthetic" in session.state.runs:
@@ -101,6 +126,9 @@ def _settings(session: Session, label: str, training) -> dict:
         "dataset_site": None if training is None or training.site is None else training.site.to_dict(),
         "observed_until": session.observed_by,
         "observe_steps": plan.observe_steps,
+        "step_budget": None if session.budget is None else {"total": session.budget.total, "how": session.budget.how,
+                                                            "fits": session.budget_short is None},
+        "epoch_starts": None if training is None or training.epoch_starts is None else training.epoch_starts,
         "then": plan.then,
         "datasets": [{"number": s.number, "site": None if s.site is None else s.site.to_dict(), "kind": s.kind,
                       "batches_taken": s.taken, "iterators": s.iterators} for s in session.sources.values()],

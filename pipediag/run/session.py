@@ -22,6 +22,8 @@ from pipediag.records.options import RunOptions
 from pipediag.records.run import StopRule
 from pipediag.records.stall import RunStalled
 from pipediag.results.diagnose import MODE_NAMES
+from pipediag.run import budget as steps_budget
+from pipediag.run.budget import StepBudget
 from pipediag.run.hooks import Tap
 from pipediag.run.observe import FIT, Source
 from pipediag.run.site import Sites
@@ -78,6 +80,9 @@ class Session:
         self._controller: threading.Thread | None = None
         self._timer: threading.Timer | None = None
         self.windows_done = threading.Event()
+        self.budget: StepBudget | None = None  # the steps the script runs on its training dataset, when known
+        self.budget_short: tuple[str, str] | None = None  # (what, what to do) when the plan cannot fit
+        self.budget_from = 0  # the training dataset's batches taken before the budgeted fit began
 
     # -- start and end ---------------------------------------------------------------------------
     def start(self, sampler, environment) -> None:
@@ -130,12 +135,13 @@ class Session:
             if other is not source:
                 other.steps.cut(now)
         source.iterators += 1
+        source.steps.current_epoch = source.iterators  # a loop's new iterator: an epoch's start
         return source
 
     def tap(self, source: Source, iterator: Any) -> Tap:
         return Tap(self, source, iterator)
 
-    def fit_source(self, x: Any, model: Any) -> Source | None:
+    def fit_source(self, x: Any, model: Any, budget: StepBudget | None = None) -> Source | None:
         from pipediag.backends.tf import keras
 
         if self.phase != OBSERVING:
@@ -148,7 +154,30 @@ class Session:
         if strategy is not None and type(strategy).__name__ != "_DefaultDistributionStrategy":
             source.strategy = strategy
         self.fit = source
+        if budget is not None and self.plan.observe_steps is None:
+            self.budget_from = source.taken  # an earlier fit's batches are not this fit's
+            self.plan_steps(budget)
         return source
+
+    def plan_steps(self, budget: StepBudget) -> None:
+        """Fit the observation and the windows into the steps the script runs, and say the plan
+        (or that even the smallest one cannot fit) now, before the script ends."""
+        self.budget, rule = budget, self.plan.rule
+        progress = self.options.progress
+        if steps_budget.fits(budget, rule):
+            text = steps_budget.plan_text(budget, rule)
+            self.state.notes.append(text)
+        else:
+            self.budget_short = steps_budget.shortfall(budget, rule)
+            text = f"{self.budget_short[0]}; HINT: {self.budget_short[1]}"
+        if progress is not None:
+            progress.phase(text)
+
+    def steps_left(self) -> int | None:
+        """The training dataset's steps the script has not run yet (None: not known)."""
+        if self.budget is None or self.training is None:
+            return None
+        return self.budget.total - (self.training.taken - self.budget_from) - self.handoff.steps
 
     def cut(self, source: Source) -> None:
         now = self.clock_ns()
@@ -163,6 +192,8 @@ class Session:
             source.steps.cut(now)
             if self.fit is None or source is self.fit:
                 reason = source.enough(self.plan.rule, self.plan.observe_steps, now)
+                if not reason and self.budget is not None and source is self.fit:
+                    reason = self._out_of_observation(source)
                 if reason:
                     return self._start_windows(source, reason, real_next)
             return source.observe(source.steps, real_next, self.clock_ns)
@@ -176,6 +207,18 @@ class Session:
         if phase == DONE and self.plan.then == THEN_STOP:
             raise StopScript
         return real_next()
+
+    def _out_of_observation(self, source: Source) -> str | None:
+        """"max_steps" once the observation has used its share of a fit's known steps (never,
+        when even the smallest plan cannot fit: then the whole fit is observed)."""
+        observed = source.taken - self.budget_from
+        if self.budget_short is not None or observed < steps_budget.observe_cap(self.budget, self.plan.rule):
+            return None
+        if source.steps.steps <= source.steps.warmup_steps:
+            return None
+        self.state.notes.append(f"the observation ended at its share of the script's steps ({observed}), "
+                                "stable or not")
+        return "max_steps"
 
     def _start_windows(self, source: Source, reason: str, real_next) -> Any:
         self.training, self.phase, self.observed_by = source, WINDOWS, reason
@@ -203,9 +246,10 @@ class Session:
         gather_plan = Plan(modes=plan.modes, rule=plan.rule, ram_budget_bytes=plan.ram_budget_bytes,
                            anatomy=plan.anatomy, thorough=False)
         progress = self.options.progress or _Silent()
+        windows = Windows(state, self.sampler, self.options, gather_plan, progress,
+                          Watchdog(self.options.stall_timeout_s), self.training, self.handoff, self.steps_left)
         try:
-            Windows(state, self.sampler, self.options, gather_plan, progress, Watchdog(self.options.stall_timeout_s),
-                    self.training, self.handoff).run()
+            windows.run()
         except KeyboardInterrupt:  # the script ended or was interrupted during a window
             state.interrupted = True
         except RunStalled as stalled:
@@ -220,6 +264,9 @@ class Session:
                                   f"{type(error).__name__}: {error}; the modes measured before it are kept")
         finally:
             state.running = None
+            if windows.caps:
+                state.notes.append("the windows' step caps, from the steps the script had left: " + ", ".join(
+                    f"{name} {steps}" for name, steps in windows.caps.items()))
             self.windows_done.set()
             self.handoff.end(RESUME if plan.then == THEN_CONTINUE else STOP)
 

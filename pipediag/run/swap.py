@@ -20,7 +20,9 @@ from typing import Any
 from pipediag.api.gather import DiagnoseRun, Gathering, Plan
 from pipediag.modes.feeds import FIRST_BATCHES_KEPT, BatchFeed
 from pipediag.records.options import RunOptions
+from pipediag.records.run import ModeRun, StopRule
 from pipediag.records.step import StepInfo
+from pipediag.run.budget import OutOfSteps, capped, window_steps
 from pipediag.samples.sampler import Sampler
 from pipediag.steps.step import Observed, Step
 
@@ -78,13 +80,20 @@ class Windows(Gathering):
     `state.runs`."""
 
     def __init__(self, state: DiagnoseRun, sampler: Sampler, options: RunOptions, plan: Plan, progress, watchdog,
-                 source, handoff: Handoff):
+                 source, handoff: Handoff, steps_left=lambda: None):
         super().__init__(state, sampler, options, plan, progress, watchdog)
-        self.source, self.handoff = source, handoff
+        self.source, self.handoff, self.steps_left = source, handoff, steps_left
+        self.caps: dict[str, int] = {}  # the step caps the script's steps set on the windows
 
     def run(self, builder=None) -> None:
         self.prepare_windows()
-        self.measure("synthetic", self.free_input(), True)
+        try:
+            self.measure("synthetic", self.free_input(), True)
+        except OutOfSteps as short:
+            self.state.notes.insert(0, f"the synthetic window was not run: the script had {short.left} step(s) left on "
+                                       f"its training dataset, a window needs {short.needed}: no verdict")
+            self.state.interrupted = True
+            return
         self.take_reference()
         if "input_only" in self.plan.modes:
             self.feeds["input_only"] = BatchFeed(self.dataset, "tf")
@@ -98,6 +107,31 @@ class Windows(Gathering):
             self.anatomy()
         if "tuned" in self.plan.modes and self.graph is not None:
             self.tuned()
+
+    def measure(self, name: str, next_batch, with_step: bool, mode_rule: StopRule | None = None,
+                record: bool = True, **kw) -> ModeRun:
+        """A window; one that runs the step takes at most its share of the steps the script has left
+        (run.budget), so that it ends before the script does."""
+        left = self.steps_left() if with_step else None
+        if left is not None:
+            # the synthetic window keeps half for the tuned windows; a variant keeps half for the next
+            windows_left = 1 if name == "tuned" or (name == "synthetic" and "tuned" not in self.plan.modes) else 2
+            try:
+                steps = window_steps(left, mode_rule or self.rule, windows_left, f"{name} window")
+            except OutOfSteps:
+                self.close_feed(name, next_batch, False)
+                raise
+            mode_rule = capped(mode_rule or self.rule, steps)
+            self.caps[name] = steps
+        return super().measure(name, next_batch, with_step, mode_rule, record, **kw)
+
+    def tuned(self) -> None:
+        try:
+            super().tuned()
+        except OutOfSteps as short:
+            self.state.notes.append(f"the tuned windows stopped at {short.window}: the script had {short.left} step(s) "
+                                    f"left on its training dataset, a window needs {short.needed}; the variants "
+                                    "measured before it are kept")
 
     def prepare_windows(self) -> None:
         """The training dataset's graph, stages and first batch (a fresh iterator of it, read

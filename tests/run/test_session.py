@@ -113,3 +113,5 @@ def test_ctrl_c_during_a_window_keeps_what_the_window_measured(tmp_path):
     assert result.ending.how == "interrupted" and d.status == "interrupted"
     assert d.runs["pipeline"].steps == 12 and d.runs["synthetic"].steps > 0
     assert d.runs["synthetic"].stop_reason == "interrupted"
+    # what the cut-short window measured is shown, but no verdict rests on it
+    assert d.verdict is None and any(n.startswith("inconclusive: the synthetic window") for n in d.notes)

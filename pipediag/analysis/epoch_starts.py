@@ -1,0 +1,123 @@
+"""The wait at each epoch's start, apart from the steady-state wait (pure numbers, no TensorFlow).
+
+A training loop that makes a new iterator every epoch (`for batch in dataset:` inside
+`for epoch in range(E):`, or Keras `fit` without `steps_per_epoch`) pays the iterator's start
+again each epoch: a shuffle buffer refilled from empty, a distributed iterator set up, a
+prefetch buffer filled. That cost sits in the first step(s) after each iterator is made, not
+in every step, so it is not what `prefetch` or a parallel `map` remove, and a builder that
+`repeat()`s (diagnose's form) never pays it. `split_epoch_starts` takes each timed step's wait,
+its whole time and the iterator it came from, and returns the start steps' cost apart from the
+steady state the verdict should be decided on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipediag import stats
+
+MAX_START_STEPS = 8  # a start cost spread over more steps than this is not an iterator's start
+MIN_START_EXCESS_NS = 1_000_000  # a start step waits at least this much more than the steady median
+START_FACTOR = 3.0  # ... and more than this times the steady 90th percentile
+MIN_SHARE = 0.02  # start costs under this share of the observed time are not reported
+
+
+@dataclass(frozen=True)
+class EpochStarts:
+    """What the epoch starts inside the timed steps cost, against the steady state."""
+
+    starts: int  # epoch starts (new iterators) inside the timed steps
+    start_steps: tuple[int, ...]  # indices (into the timed steps) of the steps counted as start steps
+    start_wait_ns: tuple[int, ...]  # per start: the wait of its start steps, summed
+    steady_wait_median_ns: float
+    total_ns: int  # all timed steps
+    steps_per_epoch: float | None  # timed steps per iterator, where one was seen whole
+
+    @property
+    def wait_per_start_ns(self) -> float:
+        return stats.median(self.start_wait_ns) if self.start_wait_ns else 0.0
+
+    @property
+    def share(self) -> float:
+        """The start steps' wait as a share of all the observed time."""
+        return sum(self.start_wait_ns) / self.total_ns if self.total_ns else 0.0
+
+    @property
+    def found(self) -> bool:
+        return bool(self.start_wait_ns) and self.share >= MIN_SHARE
+
+    def text(self) -> str:
+        per = f"{self.wait_per_start_ns / 1e6:.0f} ms"
+        epoch = f" (an epoch here is {self.steps_per_epoch:.0f} steps)" if self.steps_per_epoch else ""
+        return (f"each epoch's start waited {per} for its first batch(es) ({self.starts} epoch start(s) observed, "
+                f"{100 * self.share:.0f}% of the observed time){epoch}: your loop makes a new iterator every epoch, "
+                "and its start (a shuffle buffer refilled, a distributed iterator set up) is paid again each time; "
+                "the verdict is decided on the steps between the starts")
+
+
+def split_epoch_starts(wait_ns: tuple[int, ...] | list[int], step_ns: tuple[int, ...] | list[int],
+                       epoch: tuple[int, ...] | list[int]) -> EpochStarts:
+    """`wait_ns[k]`, `step_ns[k]` (wait included) and `epoch[k]` (the iterator it came from) of
+    each timed step. A start step is one of the first MAX_START_STEPS steps of an iterator whose
+    first step lies inside the timed steps, while its wait stays above both MIN_START_EXCESS_NS
+    over the steady median and START_FACTOR times the steady 90th percentile (the steady state:
+    the steps at positions MAX_START_STEPS and later, or all others where epochs are shorter)."""
+    n = len(wait_ns)
+    if not (n == len(step_ns) == len(epoch)):
+        raise ValueError("wait_ns, step_ns and epoch must have one entry per step")
+    position, starts_at = _positions(epoch)
+    steady = [wait_ns[k] for k in range(n) if position[k] >= MAX_START_STEPS] or \
+             [wait_ns[k] for k in range(n) if position[k] > 0] or list(wait_ns)
+    median = stats.median(steady) if steady else 0.0
+    line = max(median + MIN_START_EXCESS_NS, START_FACTOR * (stats.percentile(steady, 90) if steady else 0.0))
+    start_steps: list[int] = []
+    per_start: list[int] = []
+    for first in starts_at:
+        ks = []
+        k = first
+        while k < n and epoch[k] == epoch[first] and k - first < MAX_START_STEPS and wait_ns[k] > line:
+            ks.append(k)
+            k += 1
+        if ks:
+            start_steps.extend(ks)
+            per_start.append(sum(wait_ns[j] for j in ks))
+    return EpochStarts(starts=len(starts_at), start_steps=tuple(start_steps), start_wait_ns=tuple(per_start),
+                       steady_wait_median_ns=median, total_ns=int(sum(step_ns)),
+                       steps_per_epoch=_whole_epoch_length(epoch))
+
+
+def _positions(epoch) -> tuple[list[int], list[int]]:
+    """Each step's position in its iterator, counted from the first timed step of that iterator,
+    and the indices where an iterator starts inside the timed steps (not the first timed step's
+    own iterator, whose start lies in the warm-up)."""
+    position, starts_at = [], []
+    for k, e in enumerate(epoch):
+        if k > 0 and e != epoch[k - 1]:
+            starts_at.append(k)
+        position.append(0 if k == 0 or e != epoch[k - 1] else position[-1] + 1)
+    if epoch:  # the first iterator started before the timed steps: its steps are steady, not starts
+        first = epoch[0]
+        for k, e in enumerate(epoch):
+            if e != first:
+                break
+            position[k] = MAX_START_STEPS + k
+    return position, starts_at
+
+
+def _whole_epoch_length(epoch) -> float | None:
+    """Median steps of the iterators seen from their start to their end inside the timed steps."""
+    lengths, k, n = [], 0, len(epoch)
+    while k < n:
+        j = k
+        while j < n and epoch[j] == epoch[k]:
+            j += 1
+        if k > 0 and j < n:
+            lengths.append(j - k)
+        k = j
+    return stats.median(lengths) if lengths else None
+
+
+def without(values, indices: tuple[int, ...]) -> tuple[int, ...]:
+    """`values` with the steps at `indices` left out."""
+    drop = set(indices)
+    return tuple(v for k, v in enumerate(values) if k not in drop)

@@ -1,0 +1,113 @@
+"""A fit whose steps are known: the observation and the windows planned inside them (run.budget on
+scripted numbers), a short fit diagnosed to the end, one too short said so with what to do, and a
+loop whose every epoch starts with a wait (analysis.epoch_starts in the real loop)."""
+
+import pytest
+
+from pipediag.records.run import StopRule
+from pipediag.run.budget import (
+    OutOfSteps,
+    StepBudget,
+    capped,
+    fits,
+    needed,
+    observe_cap,
+    plan_text,
+    shortfall,
+    window_steps,
+)
+from tests.run.scripts import QUICK, run_here, write
+
+RULE = StopRule(warmup_steps=5, min_steps=20)
+
+
+def test_the_text_classification_tutorial_fits_with_shorter_windows():
+    budget = StepBudget(total=2510, how="model.fit: 10 epoch(s) x 251 steps", steps_per_epoch=251, epochs=10)
+    assert fits(budget, RULE) and needed(RULE) == 52
+    assert observe_cap(budget, RULE) == 1004
+    left = 2510 - 1004
+    synthetic = window_steps(left, RULE, 2, "synthetic window")  # half kept for the tuned windows
+    assert synthetic == 752
+    assert capped(RULE, synthetic).max_steps == 747  # warm-up included in the window's steps
+    assert window_steps(30, RULE, 2, "ablation") == 28  # the last window that fits takes what is left
+    with pytest.raises(OutOfSteps) as short:
+        window_steps(20, RULE, 1, "tuned window")
+    assert short.value.left == 20 and short.value.needed == 27
+    assert "1004" in plan_text(budget, RULE) and "2510" in plan_text(budget, RULE)
+
+
+def test_a_fit_too_short_for_any_plan_says_what_to_do():
+    budget = StepBudget(total=40, how="model.fit: 2 epoch(s) x 20 steps", steps_per_epoch=20, epochs=2)
+    assert not fits(budget, RULE)
+    what, hint = shortfall(budget, RULE)
+    assert "only 40 steps" in what and "at least 52" in what
+    assert "at least 3 epochs" in hint and "pipediag diagnose" in hint
+
+
+FIT = """
+x = np.random.rand(320, 8).astype(np.float32)
+y = (x.sum(axis=1) > 4).astype(np.float32)
+train = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)  # 20 steps an epoch
+val = tf.data.Dataset.from_tensor_slices((x[:64], y[:64])).batch(16)
+model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(16, activation="relu"),
+                             tf.keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+model.fit(train, validation_data=val, epochs=int(os.environ["EPOCHS"]), verbose=0)
+raise SystemExit("the fit ended before pipediag stopped the script")
+"""
+
+
+@pytest.mark.slow
+def test_a_short_fit_is_planned_to_end_its_windows_in_time(tmp_path, monkeypatch):
+    monkeypatch.setenv("EPOCHS", "12")  # 240 steps; QUICK needs 2 + 5 per window
+    path = write(tmp_path, "fit.py", FIT)
+    result = run_here(path, observe_steps=None, rule=QUICK)
+    d = result.diagnosis
+    assert result.ending.how == "stopped" and result.fault is None, (result.ending, result.fault, d.notes)
+    assert d.status == "complete" and d.verdict is not None
+    assert d.settings["step_budget"] == {"total": 240, "how": "model.fit: 12 epoch(s) x 20 steps, the dataset's "
+                                         "cardinality", "fits": True}
+    assert any(n.startswith("the script runs 240 steps") for n in d.notes), d.notes
+    assert any(n.startswith("the windows' step caps") for n in d.notes), d.notes
+    used = d.runs["pipeline"].steps + d.runs["pipeline"].warmup_steps + d.runs["synthetic"].steps
+    assert used < 240
+
+
+@pytest.mark.slow
+def test_a_fit_too_short_ends_inconclusive_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setenv("EPOCHS", "1")  # 10 steps: QUICK needs 2 x (2 + 5) + 2 = 16
+    path = write(tmp_path, "fit.py", FIT.replace(".batch(16)  # 20", ".batch(32)  # 10"))
+    result = run_here(path, observe_steps=None, rule=QUICK)
+    d = result.diagnosis
+    assert result.ending.how == "exited"
+    assert d.verdict is None and d.status == "interrupted"
+    assert result.fault is not None and "only 10 steps" in result.fault.message, result.fault
+    assert "epochs" in result.fault.hint and "pipediag diagnose" in result.fault.hint
+    assert d.settings["step_budget"]["fits"] is False
+
+
+LOOP = """
+def slow_first(i):
+    if int(i) == 0:
+        time.sleep(0.3)  # each new iterator starts with a wait (a shuffle buffer refill, say)
+    return i
+
+ds = tf.data.Dataset.range(40).map(lambda i: tf.py_function(slow_first, [i], tf.int64)).batch(2)  # 20 a pass
+w = tf.Variable(1.0)
+for epoch in range(40):
+    for batch in ds:
+        w.assign_add(tf.cast(tf.reduce_sum(batch), tf.float32) * 1e-6)
+"""
+
+
+@pytest.mark.slow
+def test_a_wait_at_each_epoch_start_is_its_own_finding(tmp_path):
+    path = write(tmp_path, "loop.py", LOOP)
+    result = run_here(path, observe_steps=70)
+    d = result.diagnosis
+    assert result.fault is None, result.fault
+    starts = d.settings["epoch_starts"]
+    assert starts["found"] and starts["starts"] >= 2 and starts["steps_per_epoch"] == 20, starts
+    assert any(n.startswith("each epoch's start waited") for n in d.notes), d.notes
+    assert any("repeat()" in n and "shuffle buffer" in n for n in d.notes)
+    assert d.runs["pipeline"].steps <= 70 - starts["starts"]  # the start steps are out of the pipeline mode

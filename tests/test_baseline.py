@@ -247,14 +247,26 @@ def run_cli(backend, *args, timeout=900):
                           timeout=timeout, cwd=ROOT)
 
 
+def baseline_on(backend, cli_main, *args):
+    """`pipediag baseline ARGS` with Keras on `backend`: TensorFlow's by `main` in this process (the
+    tests' Keras runs on TensorFlow), another backend in a process of its own (KERAS_BACKEND must be
+    set before Keras is first imported)."""
+    if backend == "tensorflow":
+        import keras
+
+        assert keras.backend.backend() == "tensorflow"
+        return cli_main("baseline", *args)
+    return run_cli(backend, "baseline", *args)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
 def test_baseline_runs_on_the_cpu_with_each_keras_backend(backend, tmp_path, cli_main):
     pytest.importorskip("tensorflow")
     pytest.importorskip(backend)
     out, page = tmp_path / "profile.json", tmp_path / "profile.html"
-    done = run_cli(backend, "baseline", "--batch-sizes", "2,4", "--budget", "600", "--seconds-per-size", "1",
-                   "--quiet", "--json", str(out), "--html", str(page))
+    done = baseline_on(backend, cli_main, "--batch-sizes", "2,4", "--budget", "600", "--seconds-per-size", "1",
+                       "--quiet", "--json", str(out), "--html", str(page))
     assert done.returncode == 0, done.stderr[-3000:]
     d = json.loads(out.read_text())
     assert d["kind"] == "baseline" and d["backend"] == backend and d["device"] == "cpu" and d["model"] == "resnet20"
@@ -275,12 +287,12 @@ def test_baseline_runs_on_the_cpu_with_each_keras_backend(backend, tmp_path, cli
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend, precision", [("tensorflow", "mixed_float16"), ("jax", "mixed_bfloat16")])
-def test_a_mixed_precision_baseline_runs_on_the_cpu_with_a_note(backend, precision, tmp_path):
+def test_a_mixed_precision_baseline_runs_on_the_cpu_with_a_note(backend, precision, tmp_path, cli_main):
     pytest.importorskip("tensorflow")
     pytest.importorskip(backend)
     out = tmp_path / "profile.json"
-    done = run_cli(backend, "baseline", "--batch-sizes", "2", "--budget", "600", "--seconds-per-size", "1",
-                   "--precision", precision, "--quiet", "--json", str(out))
+    done = baseline_on(backend, cli_main, "--batch-sizes", "2", "--budget", "600", "--seconds-per-size", "1",
+                       "--precision", precision, "--quiet", "--json", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     d = json.loads(out.read_text())
     assert d["precision"] == precision and d["device"] == "cpu"

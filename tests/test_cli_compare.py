@@ -21,8 +21,9 @@ def test_baseline_takes_exactly_one_spec(fixture_spec, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_missing_baseline_file_is_a_usage_error(fixture_spec, tmp_path):
-    result = pipediag("compare", "--baseline", str(tmp_path / "nope.json"), fixture_spec("in_memory"), "--quiet")
+def test_a_missing_baseline_file_is_a_usage_error(fixture_spec, tmp_path, cli_main):
+    # by `main` here: a real process's exit 2 is the two tests above's
+    result = cli_main("compare", "--baseline", str(tmp_path / "nope.json"), fixture_spec("in_memory"), "--quiet")
     assert result.returncode == 2 and "no such file" in result.stderr
 
 

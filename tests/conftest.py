@@ -126,7 +126,6 @@ TF_TESTS = (
     "tests/test_cli.py::test_ctrl_c_leaves_a_partial_report_in_every_output",
     "tests/test_cli.py::test_demo_runs",
     "tests/test_cli.py::test_diagnose_writes_json_and_report_reprints_it",
-    "tests/test_cli.py::test_env_lists_tensorflow_and_gpu_state",
     "tests/test_cli.py::test_json_dash_pipes_the_diagnosis_alone_with_the_report_on_stderr",
     "tests/test_cli.py::test_missing_file_is_a_usage_error",
     "tests/test_cli.py::test_unbatched_dataset_exits_2_with_a_hint",

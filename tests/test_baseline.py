@@ -241,20 +241,64 @@ def test_an_interruption_keeps_what_was_measured():
 
 
 # -- real runs on this machine's CPU (slow) ----------------------------------------------------------
-def run_cli(backend, *args, timeout=900):
-    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="120", KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, "-m", "pipediag", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, cwd=ROOT)
+# The real runs' arguments, by precision; each writes PRECISION.json and PRECISION.html in its folder.
+RUNS = {"float32": ("--batch-sizes", "2,4"), "mixed_float16": ("--batch-sizes", "2", "--precision", "mixed_float16"),
+        "mixed_bfloat16": ("--batch-sizes", "2", "--precision", "mixed_bfloat16")}
+
+
+def baseline_argv(precision, folder):
+    return ["baseline", *RUNS[precision], "--budget", "600", "--seconds-per-size", "1", "--quiet",
+            "--json", str(folder / f"{precision}.json"), "--html", str(folder / f"{precision}.html")]
+
+
+EACH = """
+import contextlib, io, json, sys
+from pipediag.cli import main
+done = []
+for argv in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    done.append({"code": code, "stdout": out.getvalue()})
+print(json.dumps(done))
+"""
+
+
+@pytest.fixture(scope="module")
+def jax_baselines(tmp_path_factory):
+    """{precision: (the finished command, its folder)} for the JAX runs of this module, by
+    `pipediag.cli.main` one after another in one process of the JAX backend (KERAS_BACKEND must be
+    set before Keras is first imported): a process for the backend, not one per run."""
+    folder = tmp_path_factory.mktemp("baseline-jax")
+    precisions = ("float32", "mixed_bfloat16")
+    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="120", KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
+    child = subprocess.run([sys.executable, "-c", EACH, json.dumps([baseline_argv(p, folder) for p in precisions])],
+                           capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
+    assert child.returncode == 0, child.stderr[-3000:]
+    done = json.loads(child.stdout.strip().splitlines()[-1])
+    return {p: (subprocess.CompletedProcess(["pipediag", *baseline_argv(p, folder)], d["code"], d["stdout"],
+                                            child.stderr), folder) for p, d in zip(precisions, done)}
+
+
+def baseline_on(backend, precision, request, tmp_path):
+    """`pipediag baseline` at `precision` with Keras on `backend`, and the folder it wrote in:
+    TensorFlow's by `main` in this process (the tests' Keras runs on TensorFlow), JAX's from
+    jax_baselines."""
+    if backend == "jax":
+        return request.getfixturevalue("jax_baselines")[precision]
+    import keras
+
+    assert backend == "tensorflow" and keras.backend.backend() == "tensorflow"
+    return request.getfixturevalue("cli_main")(*baseline_argv(precision, tmp_path)), tmp_path
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
-def test_baseline_runs_on_the_cpu_with_each_keras_backend(backend, tmp_path, cli_main):
+def test_baseline_runs_on_the_cpu_with_each_keras_backend(backend, tmp_path, cli_main, request):
     pytest.importorskip("tensorflow")
     pytest.importorskip(backend)
-    out, page = tmp_path / "profile.json", tmp_path / "profile.html"
-    done = run_cli(backend, "baseline", "--batch-sizes", "2,4", "--budget", "600", "--seconds-per-size", "1",
-                   "--quiet", "--json", str(out), "--html", str(page))
+    done, folder = baseline_on(backend, "float32", request, tmp_path)
+    out, page = folder / "float32.json", folder / "float32.html"
     assert done.returncode == 0, done.stderr[-3000:]
     d = json.loads(out.read_text())
     assert d["kind"] == "baseline" and d["backend"] == backend and d["device"] == "cpu" and d["model"] == "resnet20"
@@ -275,12 +319,11 @@ def test_baseline_runs_on_the_cpu_with_each_keras_backend(backend, tmp_path, cli
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend, precision", [("tensorflow", "mixed_float16"), ("jax", "mixed_bfloat16")])
-def test_a_mixed_precision_baseline_runs_on_the_cpu_with_a_note(backend, precision, tmp_path):
+def test_a_mixed_precision_baseline_runs_on_the_cpu_with_a_note(backend, precision, tmp_path, request):
     pytest.importorskip("tensorflow")
     pytest.importorskip(backend)
-    out = tmp_path / "profile.json"
-    done = run_cli(backend, "baseline", "--batch-sizes", "2", "--budget", "600", "--seconds-per-size", "1",
-                   "--precision", precision, "--quiet", "--json", str(out))
+    done, folder = baseline_on(backend, precision, request, tmp_path)
+    out = folder / f"{precision}.json"
     assert done.returncode == 0, done.stderr[-3000:]
     d = json.loads(out.read_text())
     assert d["precision"] == precision and d["device"] == "cpu"

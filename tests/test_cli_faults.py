@@ -1,8 +1,9 @@
 """Faults at run time, with real processes: `python -m pipediag` on small builders written into
 tmp_path. A pipeline or step that stalls, SIGTERM. Each test checks the exit code, the partial
 files, and that the process ended (subprocess returns) although a thread was stuck. Outer timeouts
-are generous and nothing is timed. A user's code that raises leaves no thread stuck: those tests
-run the command line's `main` in this process (`cli_main`: the same exit code, files and output)."""
+are generous and nothing is timed. A user's code that raises or calls sys.exit leaves no thread
+stuck: those tests run the command line's `main` in this process (`cli_main`: the same exit code,
+files and output; a SystemExit that got through would fail the test)."""
 
 import json
 import os
@@ -317,9 +318,9 @@ def _fixture(name):
 
 
 @pytest.mark.slow
-def test_a_builder_that_calls_sys_exit_is_said_in_one_line_and_exits_1():
+def test_a_builder_that_calls_sys_exit_is_said_in_one_line_and_exits_1(cli_main):
     """sys.exit(3) in the builder once ended pipediag silently with 3: compare --fail-if-slower's code."""
-    result = pipediag("diagnose", _fixture("exiting_builder"), "--max-seconds", "1", timeout=300)
+    result = cli_main("diagnose", _fixture("exiting_builder"), "--max-seconds", "1")
     assert result.returncode == 1, result.stderr
     said = " ".join(result.stderr.split())
     assert "error: your dataset builder exited: sys.exit(3) at pipelines.py:" in said
@@ -328,9 +329,9 @@ def test_a_builder_that_calls_sys_exit_is_said_in_one_line_and_exits_1():
 
 
 @pytest.mark.slow
-def test_a_step_that_calls_sys_exit_in_compare_is_said_and_exits_1():
-    result = pipediag("compare", _fixture("fast_map"), _fixture("fast_map"), "--step", _fixture("exiting_step"),
-                      "--max-seconds", "5", "--quiet", timeout=300)
+def test_a_step_that_calls_sys_exit_in_compare_is_said_and_exits_1(cli_main):
+    result = cli_main("compare", _fixture("fast_map"), _fixture("fast_map"), "--step", _fixture("exiting_step"),
+                      "--max-seconds", "5", "--quiet")
     assert result.returncode == 1, result.stderr
     said = " ".join(result.stderr.split())
     assert "error: your step" in said and "exited: sys.exit(3) at pipelines.py:" in said
@@ -351,10 +352,13 @@ def test_a_thread_the_builder_leaves_running_does_not_keep_pipediag_from_ending(
 
 
 @pytest.mark.slow
-def test_compare_keeps_its_rounds_when_the_users_code_raises_mid_rounds(tmp_path):
+def test_compare_keeps_its_rounds_when_the_users_code_raises_mid_rounds(tmp_path, cli_main, monkeypatch):
+    # fails_on_pass counts its passes in a module global: a fresh copy of the fixtures' module, as a
+    # fresh process would load it (pipediag keeps a loaded file in sys.modules).
+    monkeypatch.delitem(sys.modules, "pipediag_user_pipelines", raising=False)
     out = tmp_path / "cmp.json"
-    result = pipediag("compare", _fixture("fast_map"), _fixture("fails_on_pass"), "--step", _fixture("light_step"),
-                      "--max-seconds", "60", "--json", str(out), timeout=400)
+    result = cli_main("compare", _fixture("fast_map"), _fixture("fails_on_pass"), "--step", _fixture("light_step"),
+                      "--max-seconds", "60", "--json", str(out))
     assert result.returncode == 1, result.stderr
     assert "[FAILED:" in result.stdout  # the partial report, then the user's error
     said = " ".join(result.stderr.split())

@@ -177,3 +177,7 @@ def test_env_json_lists_every_item(tmp_path, cli_main, monkeypatch):
     for name in ("jax_devices", "torch_devices"):  # installed here: listed; else None with a reason
         assert d[name] is not None or d["reasons"][name]
     assert "XLA" in done.stdout and "CPU limit" in done.stdout
+    # What tests/test_cli.py's own `pipediag env --json` process checked, on this one's output.
+    assert "tensorflow" in done.stdout and "CPU cores" in done.stdout
+    assert d["tensorflow_version"] and d["cpu_logical"] >= 1
+    assert d["gpus"] == [] and d["gpu_unavailable_reason"]

@@ -52,8 +52,8 @@ def test_serial_map_is_input_bound_with_a_measured_parallel_map_fix(quick_rule):
     assert sum(phases.values()) <= d.elapsed_s and phases["tuned"] > 0.5 * quick_rule.min_seconds
 
 
-def test_quick_gives_the_verdict_and_slow_stage_without_a_tuned_mode(quick_rule):
-    d = pipediag.diagnose(P.serial_sleep_map, step=P.light_step(), stop_rule=quick_rule, quick=True)
+def test_quick_gives_the_verdict_and_slow_stage_without_a_tuned_mode():
+    d = pipediag.diagnose(P.serial_sleep_map, step=P.light_step(), stop_rule=STRUCTURE, quick=True)
     assert d.verdict is not None and d.anatomy is not None
     assert "tuned" not in d.modes and d.ablation is None and d.settings["quick"] is True
     assert any(n.startswith("--quick") and "without --quick" in n for n in d.notes)
@@ -80,8 +80,9 @@ def test_heavy_step_on_in_memory_data_runs_the_keras_model_far_slower_than_its_i
         assert skipped and not {"control", "tuned", "ablation"} & {p.name for p in d.phases}
 
 
-def test_real_out_of_memory_is_a_memory_verdict_not_a_crash(quick_rule):
-    d = pipediag.diagnose(P.in_memory, step=P.oom_step(), stop_rule=quick_rule)
+def test_real_out_of_memory_is_a_memory_verdict_not_a_crash():
+    # The verdict rests on the step's error, not on a rate: structure windows.
+    d = pipediag.diagnose(P.in_memory, step=P.oom_step(), stop_rule=STRUCTURE)
     assert d.verdict.bottleneck == "memory" and d.verdict.confidence == "high"
     assert d.runs["synthetic"].stop_reason == "out_of_memory"
     assert d.runs["synthetic"].error.type == "ResourceExhaustedError"
@@ -90,8 +91,9 @@ def test_real_out_of_memory_is_a_memory_verdict_not_a_crash(quick_rule):
     assert [f.kind for f in d.fixes][0] == "batch_size"
 
 
-def test_a_shuffle_buffer_over_the_ram_budget_is_a_memory_verdict_naming_it(quick_rule):
-    d = pipediag.diagnose(P.big_shuffle, step=P.light_step(), stop_rule=quick_rule, ram_budget_bytes=16 * 2**20,
+def test_a_shuffle_buffer_over_the_ram_budget_is_a_memory_verdict_naming_it():
+    # The verdict rests on the buffer's bytes against the budget, not on a rate: structure windows.
+    d = pipediag.diagnose(P.big_shuffle, step=P.light_step(), stop_rule=STRUCTURE, ram_budget_bytes=16 * 2**20,
                           modes=("synthetic", "pipeline", "input_only"))
     assert d.verdict.bottleneck == "memory" and d.verdict.stage == "shuffle(2048)", d.verdict
     assert d.verdict.confidence == "high"  # this process's RSS is far over 16 MiB too
@@ -223,11 +225,12 @@ def test_model_and_step_together_is_a_usage_error():
         pipediag.diagnose(P.in_memory, model=P.small_model(), step=P.light_step())
 
 
-def test_a_tuning_read_that_hangs_ends_the_run_as_stalled_with_the_modes_kept(quick_rule, monkeypatch):
+def test_a_tuning_read_that_hangs_ends_the_run_as_stalled_with_the_modes_kept(monkeypatch):
     """The plan's vectorize check reads the input of map(scale) fresh; from the tuning phase on,
     hang_read waits on an Event the test sets only at its end. The check's deadline is its budget
     (3 x VECTORIZE_CHECK_SECONDS) plus the stall timeout: with the budget's 5 s that was 18 s of
-    this test's 29; at 1 s it is 6 s, the same path."""
+    this test's 29; at 1 s it is 6 s, the same path. Structure windows: what is tested is where
+    the stall is found, not a rate."""
     import threading
 
     import tensorflow as tf
@@ -259,7 +262,7 @@ def test_a_tuning_read_that_hangs_ends_the_run_as_stalled_with_the_modes_kept(qu
 
     try:
         d = pipediag.diagnose(lambda: tf.data.Dataset.range(10**7).map(hang_read).map(scale).batch(8),
-                              step=P.light_step(), modes=("synthetic", "pipeline", "tuned"), stop_rule=quick_rule,
+                              step=P.light_step(), modes=("synthetic", "pipeline", "tuned"), stop_rule=STRUCTURE,
                               stall_timeout_s=3.0, progress=ArmsTheHangWhenTuningStarts())
     finally:
         never.set()

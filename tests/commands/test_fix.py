@@ -32,11 +32,11 @@ def saved_run(tmp_path, name, target=None):
 
 
 @pytest.mark.slow
-def test_fix_prints_the_diff_checks_the_stages_and_writes_nothing_without_apply(tmp_path):
+def test_fix_prints_the_diff_checks_the_stages_and_writes_nothing_without_apply(tmp_path, cli_main):
     builder, run = saved_run(tmp_path, "cache_then_random")
     before = builder.read_text()
     diff = tmp_path / "fix.diff"
-    result = pipediag("fix", str(run), "--no-measure", "--diff", str(diff))
+    result = cli_main("fix", str(run), "--no-measure", "--diff", str(diff))
     assert result.returncode == 0, result.stderr
     assert "+    ds = ds.map(expensive).cache().map(noisy, num_parallel_calls=tf.data.AUTOTUNE)" in result.stdout
     assert "-    ds = ds.map(expensive).map(noisy)" in result.stdout

@@ -61,9 +61,12 @@ def test_data_dir_without_a_tfds_target_is_a_usage_error():
 def test_interrupt_stops_every_server_and_writes_the_partial_report(fixture_spec, tmp_path, sig):
     out, page = tmp_path / "scale.json", tmp_path / "scale.html"
     env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="110")
+    # --max-seconds 5, not 30: the local modes before the servers start (a settling warm-up, then
+    # local input alone, which ran to its 100,000-step cap, ~10 s) end sooner; after the servers
+    # listen, the service modes still need 2 s each at least, far past the signal 1 s later.
     proc = subprocess.Popen(
         [sys.executable, "-m", "pipediag", "scale", fixture_spec("in_memory"), "--step", fixture_spec("light_step"),
-         "--workers", "1", "--max-seconds", "30", "--json", str(out), "--html", str(page)],
+         "--workers", "1", "--max-seconds", "5", "--json", str(out), "--html", str(page)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
     )
     servers: list[psutil.Process] = []

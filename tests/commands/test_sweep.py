@@ -3,15 +3,11 @@ back, the precision recorded; refused for a step pipediag does not build."""
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from pipediag import cli
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = "tests/fixtures/pipelines.py"
 
 
@@ -42,16 +38,19 @@ def test_the_model_builder_is_called_under_the_policy_and_the_policy_put_back():
 
 
 @pytest.mark.slow
-def test_a_sweep_under_mixed_bfloat16_records_it_on_the_cpu(tmp_path):
+def test_a_sweep_under_mixed_bfloat16_records_it_on_the_cpu(tmp_path, cli_main):
+    """By the command line's `main` in this process (the tests' Keras runs on TensorFlow; the
+    policy is put back, as the test above checks)."""
     pytest.importorskip("tensorflow")
+    import keras
+
+    assert keras.backend.backend() == "tensorflow"
     out = tmp_path / "sweep.json"
-    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="120", KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run([sys.executable, "-m", "pipediag", "sweep", f"{FIXTURES}:small_vectors", "--model",
-                           f"{FIXTURES}:small_model", "--batch-sizes", "8,16", "--max-seconds", "0.5",
-                           "--precision", "mixed_bfloat16", "--quiet", "--json", str(out)],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    done = cli_main("sweep", f"{FIXTURES}:small_vectors", "--model", f"{FIXTURES}:small_model", "--batch-sizes", "8,16",
+                    "--max-seconds", "0.5", "--precision", "mixed_bfloat16", "--quiet", "--json", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     d = json.loads(out.read_text())
     assert d["precision"] == "mixed_bfloat16" and d["precision_reason"] is None
     assert all(p["status"] == "ok" and p["examples_per_sec"] for p in d["points"]), d["points"]
     assert "precision: mixed_bfloat16 (the Keras model's dtype policy)" in done.stdout
+    assert keras.mixed_precision.dtype_policy().name == "float32"

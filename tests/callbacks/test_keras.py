@@ -68,8 +68,12 @@ def test_free_input_with_an_idle_gpu_is_host_bound(tmp_path):
     ds = tf.data.Dataset.from_tensor_slices((x, np.arange(512) % 4)).batch(64).cache().repeat().prefetch(2)
     gpu = FakeNvml([FakeGpu(util_pct=30.0)])  # a scripted GPU, busy 30% of the time
     monitor = InputMonitor(verbose=0, nvml_lib=gpu, log_dir=str(tmp_path))
-    # tens of ms per step: far above the cost of taking a ready batch (a few tenths of a ms here)
-    model_for(64, hidden=2048, layers=2).fit(ds, epochs=1, steps_per_epoch=STEPS, verbose=0, shuffle=False, callbacks=[monitor])
+    # tens of ms per step: far above the cost of taking a ready batch (a few tenths of a ms here).
+    # 3x STEPS: in the full suite (2026-12-02 19:03, a long-lived process) the 35 timed steps of 40
+    # once read a 10% wait (alone the test passes); its cause was not identified (a pause inside a
+    # fetch, e.g. a garbage collection, would do it): over 115 timed steps the same pause is ~3%.
+    model_for(64, hidden=2048, layers=2).fit(ds, epochs=1, steps_per_epoch=3 * STEPS, verbose=0, shuffle=False,
+                                             callbacks=[monitor])
     d = monitor.diagnosis
     assert d.modes["pipeline"].input_wait_frac < 0.05 and d.modes["pipeline"].gpu_util_pct == 30.0
     assert d.verdict.bottleneck == "host"

@@ -14,7 +14,8 @@
 # 338, 366, 717 and 352 MB (2,555 MB deflated, ~48 more calls). benchmarks/tf_gpu/setup.py points
 # those sonames at the device's own CUDA 13 builds instead (docs/gpu-validation.md says what ran).
 #
-# Run from the project root; output .devcarry-gpu/p1..pN (git-ignored), each < 56 MiB.
+# Run from the project root; output .devcarry-gpu/p1..pN (git-ignored), each 48 MiB: a call carries
+# the tree too (11 MB on 2026-12-02, when 54-MiB parts no longer fit the 64 MiB a call takes).
 set -euo pipefail
 TF_VERSION=${TF_VERSION:-2.21.0}
 root=$(git rev-parse --show-toplevel)
@@ -38,7 +39,7 @@ cp "$here/setup.py" "$work/whl/"
 tar -C "$work/whl" -cf "$work/carry.tar" .
 rm -rf "$root/.devcarry-gpu"
 mkdir -p "$root/.devcarry-gpu"
-( cd "$root/.devcarry-gpu" && split -b 54M -d -a 2 "$work/carry.tar" part. )
+( cd "$root/.devcarry-gpu" && split -b 48M -d -a 2 "$work/carry.tar" part. )
 n=0
 for f in "$root"/.devcarry-gpu/part.*; do n=$((n+1)); mkdir -p "$root/.devcarry-gpu/p$n"; mv "$f" "$root/.devcarry-gpu/p$n/"; done
 grep -qx '/.devcarry-gpu/' "$root/.git/info/exclude" 2>/dev/null || echo '/.devcarry-gpu/' >> "$root/.git/info/exclude"

@@ -18,6 +18,8 @@ A stage that runs Python for every element (a generator, `tf.py_function`) gets 
 work for whole batches in TensorFlow ops, when a measurement points at it (the anatomy's slow stage,
 or about one core busy while the step waited: the GIL), the CPUs were not idle (Python waiting on
 I/O frees the GIL), and no measured change at that stage helped.
+An input verdict whose batches are copied to the device before each step, that copy a good share of
+the step and training clearly below the pipeline alone, also gets the copy made ahead (fixes.device_copy).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pipediag.analysis.buffers import SUGGESTED_BUFFER_SHARE, BufferEstimate, sh
 from pipediag.analysis.modes import ModeSummary
 from pipediag.fixes import catalog
 from pipediag.fixes.cpu import cores_needed
+from pipediag.fixes.device_copy import copy_in_line_basis
 from pipediag.fixes.measured import Measured, alone_basis, interval_text, measure_changes, under_contention
 from pipediag.fixes.service import service_basis
 from pipediag.records.change import Change
@@ -124,6 +127,9 @@ def recommend(
         fixes = []
     if m.measured and verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
         fixes.extend(_handover_fixes(verdict, fw))  # after what the tuned mode measured
+    copy_basis = copy_in_line_basis(verdict, modes.get("pipeline"), modes.get("input_only"))
+    if copy_basis is not None:
+        fixes.append(_fix("device_prefetch", None, copy_basis, framework=fw))
     quota = _quota_fix(verdict, modes, container, scale_command)
     if quota is not None:
         fixes.append(quota)

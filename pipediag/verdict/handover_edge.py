@@ -51,6 +51,10 @@ def handover_facts(handover: Handover | None, synthetic: ModeSummary | None) -> 
     if synthetic is not None and synthetic.batches_per_sec:
         step_ms = 1e3 / synthetic.batches_per_sec
         facts["handover_over_free_step"] = handover.ms_mean / step_ms
+        if handover.transfer_ms_mean is not None:
+            facts["transfer_over_free_step"] = handover.transfer_ms_mean / step_ms
+    if handover.transfer_ms_mean is not None:
+        facts["transfer_ms"] = handover.transfer_ms_mean
     return facts
 
 

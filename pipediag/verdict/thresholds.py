@@ -77,3 +77,8 @@ WIDE_CI_REL = 0.25  # a rate interval wider than +-25%: noisy, confidence drops
 # iterator's threads and the step compete for cores); a pipeline that cannot keep up makes the
 # step wait for whole batches to be made, and then the input-alone rate is below the step's.
 HANDOVER_WAIT_MARGIN = 2.0
+
+# The device copy of each batch, made in line before the step: worth hiding (prefetch to the
+# device) when it takes at least this share of the free step. Hidden behind the step, a quarter
+# of the step is up to 1.25x: beyond GAP_SIGNIFICANT, so a gain of that size would be measurable.
+DEVICE_COPY_SHARE = 0.25

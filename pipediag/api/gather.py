@@ -278,7 +278,7 @@ class Gathering:
                     plan, baseline=measured, reference=reference, run_variant=self.run_variant,
                     summarize=lambda r: summarize(r, self.sampler.log()), rule=self.rule,
                     thorough=self.plan.thorough, outcome=state.tuning_outcome, clock_ns=self.clock_ns,
-                    guard=self.watchdog.call,
+                    guard=self.watchdog.call, tuned_decided=self.tuned_decided,
                 )
         except Stalled as stall:  # filling a variant's cache (a stall in a variant's mode is a RunStalled)
             raise self.stalled("tuned", stall, reads_pipeline=False) from None
@@ -344,10 +344,23 @@ class Gathering:
         )
         return Reference(self.feeds["pipeline"].firsts or [self.first_batch], deterministic, why_random)
 
-    def run_variant(self, name: str, variant, variant_rule: StopRule):
+    def run_variant(self, name: str, variant, variant_rule: StopRule, decided=None):
         feed = self.step_feed(variant)
-        result = self.measure(name, feed, True, mode_rule=variant_rule, record=name == "tuned")  # closes the feed
+        result = self.measure(name, feed, True, mode_rule=variant_rule, record=name == "tuned",  # closes the feed
+                              decided=decided)
         return result, feed.firsts
+
+    def tuned_decided(self, reference_rate: float, reference_ci: tuple[float, float] | None):
+        """The tuned run's `decided` condition (verdict.sequential.TunedDecided): its speedup over
+        `reference_rate` clear of the gain lines, and its rate clear of synthetic mode's; none under
+        --thorough or without intervals."""
+        from pipediag.verdict.sequential import RateReading, TunedDecided, rate_reading
+
+        synthetic = self.state.runs.get("synthetic")
+        free = rate_reading(synthetic.step_ns) if synthetic is not None else None
+        if self.plan.thorough or reference_ci is None or free is None or free.interval is None:
+            return None
+        return TunedDecided(RateReading(reference_rate, *reference_ci), free)
 
     def step_feed(self, data):
         """The batches of `data` as the step takes them: per replica under a tf.distribute strategy."""

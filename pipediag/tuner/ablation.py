@@ -10,7 +10,8 @@ alone, and its control runs right before it with the same full window, so the tw
 change and nothing else (not the rebuild, not the window, not minutes of drift). `--thorough`
 gives the alone runs the full window too, and adds all-but-one runs when there are three or more
 changes. Each variant's pipeline (and its in-memory cache) is released before the next one is
-built.
+built. The tuned run may stop early once its speedup is clear of the gain lines
+(verdict.sequential.TunedDecided; not under --thorough).
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from pipediag.tuner.rewrite import TunedPipeline, TuningPlan, build
 ALONE_MAX_SECONDS = 3.0
 ALONE_MIN_SECONDS = 1.0
 
-# run(name, dataset, rule) -> (the mode's raw timings, its first batches)
-RunVariant = Callable[[str, Any, StopRule], tuple[ModeRun, list]]
+# run(name, dataset, rule[, decided=...]) -> (the mode's raw timings, its first batches)
+RunVariant = Callable[..., tuple[ModeRun, list]]
+# (the reference rate, its interval) -> the tuned run's `decided` condition, or None (verdict.sequential.TunedDecided)
+TunedDecidedFor = Callable[[float, "tuple[float, float] | None"], Any]
 
 
 def alone_rule(rule: StopRule, thorough: bool) -> StopRule:
@@ -103,10 +106,13 @@ def tune_with_ablation(
     outcome: TuningOutcome | None = None,
     clock_ns: Callable[[], int] = time.monotonic_ns,
     guard: Callable[..., Any] | None = None,
+    tuned_decided: TunedDecidedFor | None = None,
 ) -> TuningOutcome:
     """Run the ablation and the tuned mode. `outcome`, when given, is filled in as runs finish,
     so a Ctrl-C leaves what was measured. `guard` (`Watchdog.call`): a cache fill runs under its
-    deadline (see `cache_fill.fill_cache`)."""
+    deadline (see `cache_fill.fill_cache`). `tuned_decided`: given the rate the tuned run is judged
+    against (the control runs', else pipeline mode's) and its interval, the condition that may end
+    the tuned run early (once its speedup is clear of the gain lines)."""
     out = outcome if outcome is not None else TuningOutcome(changes=list(plan.changes))
     out.changes = list(plan.changes)
     out.notes.extend(plan.notes)
@@ -115,7 +121,7 @@ def tune_with_ablation(
     keys = list(by_key)
     excluded: dict[str, str] = {}
 
-    def one(role: str, keys_: tuple[str, ...], name: str, run_name: str, run_rule: StopRule):
+    def one(role: str, keys_: tuple[str, ...], name: str, run_name: str, run_rule: StopRule, decided=None):
         """Build and run one variant; (run, check, cache fill ns, its changes) or None."""
         tuned: TunedPipeline | None = build(plan, keys_, clock_ns, guard=guard)
         skipped = {c.key: c.reason or "could not be applied" for c in tuned.changes if c.key in keys_ and not c.applied}
@@ -126,7 +132,7 @@ def tune_with_ablation(
                                          error="; ".join(skipped.values())))
             return None
         applied = tuple(k for k in keys_ if k not in skipped)
-        run, firsts = run_variant(run_name, tuned.dataset, run_rule)
+        run, firsts = run_variant(run_name, tuned.dataset, run_rule, **({"decided": decided} if decided else {}))
         check = reference.check(firsts, any(by_key[k].details.get("approximate") for k in applied if k in by_key))
         fill_ns, changes = tuned.cache_fill_ns, tuned.changes
         out.variants.append(_variant(name, role, applied, run, summarize(run), check, fill_ns))
@@ -151,7 +157,7 @@ def tune_with_ablation(
     excluded.update(pure.left_out(interim))
     together = tuple(k for k in keys if k not in excluded)
 
-    result = one("together", together, "together", "tuned", rule)
+    result = one("together", together, "together", "tuned", rule, _tuned_decided(tuned_decided, out, baseline))
     if result is not None:
         run, check, fill_ns, built = result
         out.tuned_run, out.tuned_check, out.cache_fill_ns = run, check, fill_ns
@@ -165,6 +171,17 @@ def tune_with_ablation(
         missing = next(k for k in together if k not in keys_)
         one("all_but", keys_, f"all but {_short(by_key[missing])}", f"all but {_short(by_key[missing])}", short)
     return out
+
+
+def _tuned_decided(make: TunedDecidedFor | None, out: TuningOutcome, baseline: ModeSummary):
+    """The tuned run's `decided` condition, against what its speedup will be taken over (as
+    analysis.ablation.conclude): the control runs so far, else pipeline mode."""
+    if make is None:
+        return None
+    rate, ci = pure.control_baseline(out.variants)
+    if rate is None:
+        rate, ci = baseline.batches_per_sec, baseline.batches_per_sec_ci
+    return None if rate is None else make(rate, ci)
 
 
 def excluded_change(change: Change, excluded: dict[str, str]) -> Change:

@@ -23,7 +23,13 @@ must sit on the same side of every line (a prefetch buffer filled during warm-up
 first steps, makes a window's start faster than its steady state). A mode that stops so has
 stop_reason "decided". The readings other rules compare (the contention rule's step ratio, the
 hand-over edge) keep their own safety net: a reading within its spread of a line is measured
-again, longer (api.gather.measure_edges_again). Pure Python on plain numbers.
+again, longer (api.gather.measure_edges_again).
+
+The tuned run (the rewritten pipeline, feeding the step) stops the same way once its rate over the
+rate it is judged against (the control, else pipeline mode) is clear of the lines the ablation
+classifies a change by (1/MIN_GAIN, 1 and MIN_GAIN: harm, none, gain), and its rate over free input
+clear of 1 (a tuned run faster than free input is drift, and its speedup is withheld). A tuned
+rate near any of them measures on to the mode's own rule. Pure Python on plain numbers.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipediag import stats
+from pipediag.analysis.ablation import MIN_GAIN
 from pipediag.analysis.modes import ratio_of
 from pipediag.verdict import thresholds as T
 
@@ -156,4 +163,37 @@ class InputOnlyDecided(_AgainstFree):
             return False
         self.reason = (f"input alone {headroom.value:.2f}x the free step (95%: {headroom.low:.2f}-{headroom.high:.2f}x): "
                        "clear of the verdict's lines")
+        return True
+
+
+def _rate_over(step_ns: Sequence[int], against: RateReading):
+    mode = rate_reading(step_ns)
+    return None if mode is None else ratio_of(mode.rate, mode.interval, against.rate, against.interval)
+
+
+class TunedDecided:
+    """`decided(wait_ns, compute_ns)` for the tuned run, against `reference` (the control run's rate,
+    else pipeline mode's) and, when known, `free` (synthetic mode's rate)."""
+
+    GAIN_LINES = (1 / MIN_GAIN, 1.0, MIN_GAIN)
+
+    def __init__(self, reference: RateReading, free: RateReading | None):
+        self.reference, self.free = reference, free
+        self.reason: str | None = None
+
+    def __call__(self, wait_ns: Sequence[int], compute_ns: Sequence[int]) -> bool:
+        step_ns = [w + c for w, c in zip(wait_ns, compute_ns)]
+        late_ns = step_ns[len(step_ns) // 2:]
+        checks = [(self.reference, self.GAIN_LINES)] + ([(self.free, (1.0,))] if self.free is not None else [])
+        ratios = []
+        for against, lines in checks:
+            whole, late = _rate_over(step_ns, against), _rate_over(late_ns, against)
+            if whole is None or late is None:
+                return False
+            if not all(settled(whole.low, whole.high, whole.value, late.value, line) for line in lines):
+                return False
+            ratios.append(whole)
+        speedup = ratios[0]
+        self.reason = (f"tuned over its reference {speedup.value:.2f}x (95%: {speedup.low:.2f}-{speedup.high:.2f}x): "
+                       "clear of the gain lines" + (f", {ratios[1].value:.2f}x free input" if len(ratios) > 1 else ""))
         return True

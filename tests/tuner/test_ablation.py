@@ -105,3 +105,33 @@ def test_a_single_change_gets_a_control_run_of_the_same_window_right_before_it()
     assert ablation.baseline_run == "control"
     control = outcome.variants[0].batches_per_sec
     assert ablation.effect(parallel.key).speedup == pytest.approx(outcome.variants[1].batches_per_sec / control)
+
+
+@pytest.mark.slow
+def test_only_the_tuned_run_gets_a_decided_condition_against_the_control():
+    ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
+    baseline_run, firsts = run("pipeline", ds, RULE)
+    baseline = summarize(baseline_run, NO_SAMPLES)
+    plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
+    parallel = plan.candidates[0]
+    plan.changes = [c if c is parallel else c.skipped("left out by the test") for c in plan.changes]
+    seen: dict = {"decided": {}}
+
+    def decided_against(rate, ci):
+        seen["reference"] = (rate, ci)
+        return lambda wait_ns, compute_ns: True  # decided as soon as run_mode asks
+
+    def run_recording(name, dataset, rule, decided=None):
+        seen["decided"][name] = decided
+        feed = BatchFeed(dataset)
+        return run_mode(name, feed, light_step, rule, clock_ns=time.monotonic_ns, decided=decided), feed.firsts
+
+    outcome = tune_with_ablation(
+        plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run_recording,
+        summarize=lambda r: summarize(r, NO_SAMPLES), rule=replace(RULE, min_seconds=2.0, max_seconds=3.0),
+        tuned_decided=decided_against,
+    )  # the mode's own rule needs 2 s; a decided condition may end it from decide_min_seconds (0.75 s) on
+    control, tuned = outcome.variants
+    assert seen["decided"]["control"] is None and seen["decided"]["tuned"] is not None
+    assert seen["reference"] == (control.batches_per_sec, control.batches_per_sec_ci)  # what conclude() divides by
+    assert control.stop_reason != "decided" and tuned.stop_reason == "decided"

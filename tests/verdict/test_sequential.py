@@ -6,6 +6,7 @@ from pipediag.verdict.sequential import (
     InputOnlyDecided,
     PipelineDecided,
     RateReading,
+    TunedDecided,
     clear_of,
     rate_reading,
     wait_share,
@@ -92,3 +93,44 @@ def test_input_alone_near_the_headroom_line_is_not_decided():
 
 def test_no_interval_on_the_free_step_decides_nothing():
     assert not PipelineDecided(RateReading(100.0, None, None))([10_000] * 30, noisy(10.0, 30))
+
+
+# -- the tuned run (TunedDecided) -----------------------------------------------------------------
+REFERENCE = RateReading(25.0, 24.0, 26.0)  # the control: 25 batches/s (40 ms a batch)
+
+
+def tuned(ms: float, n: int = 40, seed: int = 7):
+    """The tuned run's (wait_ns, compute_ns): all of it waiting, as a pipeline-bound run is."""
+    return noisy(ms, n, seed=seed), [0] * n
+
+
+def test_a_clear_gain_below_free_input_is_decided():
+    decided = TunedDecided(REFERENCE, FREE)
+    assert decided(*tuned(20.0))  # 50/s: 2x the control, half the free rate
+    assert decided.reason.startswith("tuned over its reference 2.0") and "0.50x free input" in decided.reason
+
+
+def test_clear_harm_is_decided_too():
+    assert TunedDecided(REFERENCE, FREE)(*tuned(60.0))  # 16.7/s: 0.67x the control
+
+
+def test_a_speedup_near_a_gain_line_measures_on():
+    # 1.05x and 1.0x the control: inside the margins of MIN_GAIN and of 1
+    assert not TunedDecided(REFERENCE, FREE)(*tuned(40.0 / 1.05))
+    assert not TunedDecided(REFERENCE, FREE)(*tuned(40.0))
+
+
+def test_a_tuned_run_near_free_input_measures_on():
+    # 10.5 ms a batch: ~0.95x the free step, so whether it outran free input (drift) is not clear
+    assert not TunedDecided(REFERENCE, FREE)(*tuned(10.5))
+    assert TunedDecided(REFERENCE, None)(*tuned(10.5))  # without a free rate, only the gain lines
+
+
+def test_a_reference_without_an_interval_never_decides():
+    assert not TunedDecided(RateReading(25.0, None, None), FREE)(*tuned(20.0))
+
+
+def test_a_window_that_slows_in_its_second_half_is_not_decided():
+    # the first half at 2.2x the control, the second at 1.1x: the whole clears 1.05, the late half does not
+    wait = noisy(18.0, 40, seed=8)[:20] + noisy(36.0, 40, seed=9)[:20]
+    assert not TunedDecided(REFERENCE, FREE)(wait, [0] * 40)

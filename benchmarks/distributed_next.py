@@ -8,13 +8,14 @@ case's make_data.py, `from_tensor_slices(...).shuffle(60000).batch(64)`, a Mirro
 the replicas this machine has, the tutorial's `distributed_train_step` taken from the builder,
 whose code is the script's), it times:
 
-- next() per batch, no step: (a) the distributed iterator over the script's dataset, (b) a
+- next() per batch, no step: (a) the distributed iterator over the script's dataset (and with
+  `.prefetch(AUTOTUNE)` added: a pipeline change), (b) a
   distributed iterator over one batch repeated (`from_tensors(batch).repeat()`, and with
   `prefetch(1)` as pipediag's hand-over timing builds it), (c) the plain iterator over the
   script's dataset, (b-plain) the plain iterator over one batch repeated;
 - the script's step in its own loop shape (`for x in iterator: total += step(x)`), the wait for
   each batch and the rest of the step timed apart, fed by (a), by (b), and by an already
-  distributed constant batch (the free step).
+  distributed constant batch (the free step), and by (a) with the prefetch.
 
 A batch count below 938 keeps every timed next() inside one epoch (no iterator start). Each
 round runs every case once, in order; the medians over rounds are printed, then every reading.
@@ -89,12 +90,14 @@ def main(argv: list[str] | None = None) -> None:
     batch = next(iter(dataset))
     distribute = strategy.experimental_distribute_dataset
     repeated = tf.data.Dataset.from_tensors(batch).repeat()
+    prefetched = dataset.prefetch(tf.data.AUTOTUNE)  # a pipeline change: does it remove the wait?
     step = builder.make_step()
     held = next(iter(distribute(tf.data.Dataset.from_tensors(batch))))  # distributed once, held
 
     n = args.batches
     next_cases = {
         "(a) distributed, script's dataset": lambda: next_ms(iter(distribute(dataset)), n),
+        "(a) distributed, script's dataset + prefetch(AUTOTUNE)": lambda: next_ms(iter(distribute(prefetched)), n),
         "(b) distributed, one batch repeated": lambda: next_ms(iter(distribute(repeated)), n),
         "(b) distributed, one batch repeated, prefetch(1)": lambda: next_ms(iter(distribute(repeated.prefetch(1))), n),
         "(c) plain, script's dataset": lambda: next_ms(iter(dataset), n),
@@ -102,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     loop_cases = {
         "step fed by (a), the script's loop": lambda: loop_ms(iter(distribute(dataset)), step, n),
+        "step fed by (a) + prefetch(AUTOTUNE)": lambda: loop_ms(iter(distribute(prefetched)), step, n),
         "step fed by (b), distributed one batch repeated": lambda: loop_ms(iter(distribute(repeated)), step, n),
         "step fed by a distributed constant batch (free)": lambda: loop_ms(constant_iterator(held), step, n),
     }
@@ -116,12 +120,12 @@ def main(argv: list[str] | None = None) -> None:
           f"{n} timed batches a reading, {args.rounds} round(s), {os.cpu_count()} CPUs")
     print("\nnext() per batch, no step (median over rounds, ms):")
     for name in next_cases:
-        print(f"  {name:52s} {statistics.median(readings[name]):6.3f}")
+        print(f"  {name:56s} {statistics.median(readings[name]):6.3f}")
     print("\nthe script's step in its loop (median over rounds): wait ms, rest ms, steps/s")
     for name in loop_cases:
         wait = statistics.median(r[0] for r in readings[name])
         rest = statistics.median(r[1] for r in readings[name])
-        print(f"  {name:52s} wait {wait:6.3f}  rest {rest:6.3f}  {1e3 / (wait + rest):6.1f}/s  "
+        print(f"  {name:56s} wait {wait:6.3f}  rest {rest:6.3f}  {1e3 / (wait + rest):6.1f}/s  "
               f"wait share {wait / (wait + rest):.1%}")
     print("\nevery reading:")
     for name, values in readings.items():

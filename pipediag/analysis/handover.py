@@ -2,7 +2,9 @@
 
 A training loop pays, for every batch, `get_next` on the tf.data iterator, the conversion to what
 the step takes (NumPy, DLPack, Keras' adapter) and, for JAX and PyTorch on an accelerator, the
-copy to the device. None of that is the pipeline's work: a pipeline with infinite speed still
+copy to the device. Under a tf.distribute strategy the iterator is the strategy's distributed one,
+whose `get_next` splits the batch per replica and puts each slice on its device: its per-call
+cost is part of the hand-over. None of that is the pipeline's work: a pipeline with infinite speed still
 costs it. pipediag times it on a dataset that only repeats one cached batch, through the same
 feed (modes/handover.py), and keeps it here as plain numbers. When the step is tiny, this can
 cost as much as the step itself; no input change can remove it (docs/verdict.md, the host edge).
@@ -30,6 +32,7 @@ class Handover:
     transfer_ms_mean: float | None  # the device copy; None: none made (transfer_text says why)
     batch_format: str
     transfer_text: str  # how the device copy was made, or why none was
+    through: str | None = None  # the distributed iterator the batch came through (a tf.distribute loop); None: a plain one
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -44,7 +47,8 @@ def _ms_ci(values: tuple[int, ...]) -> tuple[float, float] | None:
     return None if ci is None else (ci[0] / NS_PER_MS, ci[1] / NS_PER_MS)
 
 
-def handover_from_run(run: ModeRun, batch_format: str, transfer_text: str, transferred: bool) -> Handover | None:
+def handover_from_run(run: ModeRun, batch_format: str, transfer_text: str, transferred: bool,
+                      through: str | None = None) -> Handover | None:
     """The hand-over's numbers from its timed run: the wait is get_next and the conversion, the
     'step' is the device copy. None when nothing was timed."""
     if not run.steps:
@@ -58,4 +62,5 @@ def handover_from_run(run: ModeRun, batch_format: str, transfer_text: str, trans
         transfer_ms_mean=stats.mean(run.compute_ns) / NS_PER_MS if transferred else None,
         batch_format=batch_format,
         transfer_text=transfer_text,
+        through=through,
     )

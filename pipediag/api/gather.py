@@ -211,9 +211,12 @@ class Gathering:
         from pipediag.modes.handover import measure_handover
 
         self.progress.phase("timing the hand-over of a ready batch")
+        through = self.handover_through()
+        feed_of = None if through is None else (lambda data: self.step_feed(data, keep_first=0))
         try:
             self.state.handover = measure_handover(self.first_batch, self.step.info.batch_format,
-                                                   observed(self.step).framework, self.rule, clock_ns=self.clock_ns)
+                                                   observed(self.step).framework, self.rule, clock_ns=self.clock_ns,
+                                                   feed_of=feed_of, through=through)
         except MeasurementError as error:
             self.state.handover_missing = error.message
             self.state.notes.append(f"the hand-over of a ready batch could not be timed: {error.message} "
@@ -362,15 +365,25 @@ class Gathering:
             return None
         return TunedDecided(RateReading(reference_rate, *reference_ci), free)
 
-    def step_feed(self, data):
-        """The batches of `data` as the step takes them: per replica under a tf.distribute strategy."""
-        from pipediag.modes.feeds import BatchFeed
+    def step_feed(self, data, keep_first: int | None = None):
+        """The batches of `data` as the step takes them: per replica under a tf.distribute strategy.
+        `keep_first`: how many first batches the feed keeps (None: the feeds' default)."""
+        from pipediag.modes.feeds import FIRST_BATCHES_KEPT, BatchFeed
 
+        keep = FIRST_BATCHES_KEPT if keep_first is None else keep_first
         if self.step.strategy is not None:
             from pipediag.modes.distributed import DistributedFeed
 
-            return DistributedFeed(data, self.step.strategy)
-        return BatchFeed(data, self.step.info.batch_format)
+            return DistributedFeed(data, self.step.strategy, keep_first=keep)
+        return BatchFeed(data, self.step.info.batch_format, keep_first=keep)
+
+    def handover_through(self) -> str | None:
+        """The distributed iterator the step's batches come through, in words; None: a plain feed."""
+        if self.step.strategy is None:
+            return None
+        from pipediag.modes.distributed import iterator_text
+
+        return iterator_text(self.step.strategy)
 
     def free_input(self):
         """Synthetic mode's one batch, handed out forever (on every replica's device under a strategy)."""

@@ -14,7 +14,8 @@ same way:
   (`experimental_distribute_values_from_function`), its copy then part of the step's time.
 
 The input_only mode reads the pipeline without distributing it: what the host produces, to be
-compared with what the N devices take.
+compared with what the N devices take. The hand-over (modes/handover.py) goes through the
+distributed iterator, as the step's batches do: its per-call cost is paid whatever the pipeline.
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ class DistributedFeed(BatchFeed):
         if len(self.firsts) > kept:  # the first batches are kept whole, to compare with the plain pipeline's
             self.firsts[-1] = gathered(batch, self.strategy)
         return batch
+
+
+def iterator_text(strategy: Any, made_by: str = "experimental_distribute_dataset") -> str:
+    """The distributed iterator a step's batches come through, in words."""
+    return (f"the distributed iterator of strategy.{made_by} ({type(strategy).__name__}, "
+            f"{strategy.num_replicas_in_sync} replica(s))")
 
 
 def gathered(batch: Any, strategy: Any) -> Any:

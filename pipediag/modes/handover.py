@@ -6,6 +6,13 @@ keeps up; it goes through the same feed as the pipeline's batches (the same conv
 step's batch format), and then, for a step whose framework works on an accelerator, through
 the device copy that step makes (`jax.device_put`, `.to("cuda")`, a TensorFlow copy to GPU:0),
 waited for. What is left out is exactly the pipeline's own work.
+
+A step under a tf.distribute strategy takes its batches from the strategy's distributed iterator:
+the repeated batch then goes through the same kind of distributed iterator (`feed_of`), whose
+`get_next` splits it and puts each replica's slice on its device, so there is no copy of its own.
+That iterator's per-call cost is the loop's, whatever the pipeline: in the TF tutorial's custom
+MirroredStrategy loop on 2 CPU cores a ready batch cost ~1.0 ms a step that way, against 0.002 ms
+held (benchmarks/results/distributed-next-cpu-2026-12-03.md).
 """
 
 from __future__ import annotations
@@ -117,10 +124,17 @@ def device_copy(framework: str | None, batch_format: str) -> tuple[Callable[[Any
 
 
 def measure_handover(batch: Any, batch_format: str, framework: str | None, rule: StopRule, *,
-                     clock_ns: Callable[[], int]) -> Handover | None:
-    """Time `batch` handed over through the feed of `batch_format` (and the step's device copy)."""
-    copy, text = device_copy(framework, batch_format)
-    feed = BatchFeed(repeated_batch(batch), batch_format, keep_first=0)
+                     clock_ns: Callable[[], int], feed_of: Callable[[Any], BatchFeed] | None = None,
+                     through: str | None = None) -> Handover | None:
+    """Time `batch` handed over through the feed of `batch_format` (and the step's device copy).
+    `feed_of(dataset)`, with `through` saying what it is: the distributed feed the step's batches
+    come through (a tf.distribute strategy's iterator, which places each slice on its device)."""
+    if feed_of is None:
+        copy, text = device_copy(framework, batch_format)
+        feed = BatchFeed(repeated_batch(batch), batch_format, keep_first=0)
+    else:
+        copy, text = None, f"{through or 'the distributed iterator'} puts each replica's slice on its device in get_next"
+        feed = feed_of(repeated_batch(batch))
     short = replace(rule, max_seconds=min(rule.max_seconds, MAX_SECONDS), min_seconds=min(rule.min_seconds, MIN_SECONDS))
     try:
         run = run_mode("handover", feed, copy, short, clock_ns=clock_ns)
@@ -131,4 +145,4 @@ def measure_handover(batch: Any, batch_format: str, framework: str | None, rule:
         feed.close()
     if run.stop_reason == INTERRUPTED:
         raise KeyboardInterrupt  # Ctrl-C: the diagnosis ends with what its modes measured
-    return handover_from_run(run, batch_format, text, copy is not None)
+    return handover_from_run(run, batch_format, text, copy is not None, through=through if feed_of else None)

@@ -14,8 +14,8 @@ from typing import Any
 
 from pipediag.analysis.epoch_starts import split_epoch_starts, without
 from pipediag.callbacks.fit_steps import FitSteps
-from pipediag.modes.distributed import DistributedFeed
-from pipediag.modes.feeds import BatchFeed
+from pipediag.modes.distributed import DistributedFeed, iterator_text
+from pipediag.modes.feeds import FIRST_BATCHES_KEPT, BatchFeed
 from pipediag.modes.runner import is_stable
 from pipediag.modes.warmup import FILL_PROJECTION_AFTER_S
 from pipediag.records.run import ModeRun, StopRule
@@ -70,13 +70,20 @@ class Source:
                FROM_FUNCTION: " through strategy.distribute_datasets_from_function"}.get(self.kind, "")
         return f"your script's own training loop over {self.name()}{how}"
 
-    def feed(self, data: Any):
+    def feed(self, data: Any, keep_first: int = FIRST_BATCHES_KEPT):
         """A feed of `data`'s batches as this loop receives them (a BatchFeed: firsts, close)."""
         if self.kind == FROM_FUNCTION:
-            return FromFunctionFeed(data, self.strategy)
+            return FromFunctionFeed(data, self.strategy, keep_first=keep_first)
         if self.strategy is not None:
-            return DistributedFeed(data, self.strategy)
-        return BatchFeed(data, self.batch_format)
+            return DistributedFeed(data, self.strategy, keep_first=keep_first)
+        return BatchFeed(data, self.batch_format, keep_first=keep_first)
+
+    def iterator_text(self) -> str | None:
+        """The distributed iterator this loop's batches come through, in words; None: a plain one."""
+        if self.strategy is None:
+            return None
+        return iterator_text(self.strategy, "distribute_datasets_from_function" if self.kind == FROM_FUNCTION
+                             else "experimental_distribute_dataset")
 
     # -- timing the real steps ---------------------------------------------------------------
     def observe(self, steps: FitSteps, real_next: Callable[[], Any], clock_ns: Callable[[], int]) -> Any:

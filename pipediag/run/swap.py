@@ -96,12 +96,16 @@ class Windows(Gathering):
             return
         self.take_reference()
         if "input_only" in self.plan.modes:
-            self.feeds["input_only"] = BatchFeed(self.dataset, "tf")
+            self.feeds["input_only"] = self.input_feed()
             try:
                 self.measure("input_only", self.paused_feed(self.feeds["input_only"]), False)
             finally:
                 self.feeds["input_only"].close()
-        if self.source.batch_format in ("tf", "keras-jax") and not self.source.distributed:
+            if self.source.distributed:
+                self.state.notes.append(
+                    f"your loop takes its batches from {self.source.iterator_text()}: the input_only window and the "
+                    "hand-over were read through one of the same kind, so its cost per batch is in both")
+        if self.source.batch_format in ("tf", "keras-jax"):
             self.handover()
         if self.plan.anatomy and self.graph is not None and "input_only" in self.plan.modes:
             self.anatomy()
@@ -178,8 +182,19 @@ class Windows(Gathering):
 
         return next_batch
 
-    def step_feed(self, data):
-        return self.source.feed(data)
+    def step_feed(self, data, keep_first: int | None = None):
+        return self.source.feed(data) if keep_first is None else self.source.feed(data, keep_first)
+
+    def handover_through(self) -> str | None:
+        return self.source.iterator_text()
+
+    def input_feed(self):
+        """The input_only window's feed: the pipeline alone, as the loop receives it when that is
+        through a distributed iterator (whose per-call cost the loop pays whatever the pipeline;
+        benchmarks/distributed_next.py), else its plain tf.data iterator."""
+        if self.source.distributed:
+            return self.source.feed(self.dataset)
+        return BatchFeed(self.dataset, "tf")
 
     def free_input(self):
         """One real batch, as the loop received it, handed out again and again."""

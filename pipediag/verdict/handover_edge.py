@@ -78,8 +78,9 @@ def handover_edge(synthetic: ModeSummary, pipeline: ModeSummary, input_only: Mod
         return HandoverEdge(False, False, (), facts)
     copy = (f" + {handover.transfer_ms_mean:.3f} ms device copy" if handover.transfer_ms_mean is not None
             else f" ({handover.transfer_text})")
+    through = f" through {handover.through}" if handover.through else ""
     evidence = (
-        f"handing over a batch that is already made costs {handover.ms_mean:.3f} ms "
+        f"handing over a batch that is already made{through} costs {handover.ms_mean:.3f} ms "
         f"({handover.fetch_ms_mean:.3f} ms get_next and conversion to {handover.batch_format}{copy}, "
         f"{handover.batches} timed): the step waited {wait_ms:.3f} ms per batch in pipeline mode, no more than "
         f"{T.HANDOVER_WAIT_MARGIN:g}x that, while the pipeline alone "

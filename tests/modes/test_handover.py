@@ -121,3 +121,32 @@ def test_a_failed_hand_over_measurement_blames_pipediag_not_the_step(monkeypatch
     text = str(caught.value)
     assert "pipediag's own hand-over timing (jax.device_put) raised TypeError" in text
     assert "your step" not in text and "a fault in pipediag" in text
+
+
+
+def test_a_distributed_hand_over_is_timed_through_the_feed_it_is_given(monkeypatch):
+    # A step under a tf.distribute strategy takes its batches from the strategy's distributed
+    # iterator: the ready batch is handed over through that same kind of feed, with no copy of its
+    # own (the distributed iterator places each replica's slice), and the record says through what.
+    from pipediag.modes.distributed import DistributedFeed
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    made = []
+
+    def feed_of(dataset):
+        made.append(DistributedFeed(dataset, strategy, keep_first=0))
+        return made[-1]
+
+    monkeypatch.setattr(handover_mode, "device_copy", lambda *a: pytest.fail("a distributed hand-over makes no copy"))
+    h = measure_handover(BATCH, "tf", "tensorflow", SHORT, clock_ns=time.perf_counter_ns, feed_of=feed_of,
+                         through="the distributed iterator of strategy.experimental_distribute_dataset")
+    assert len(made) == 1 and made[0].batches == h.batches + SHORT.warmup_steps
+    # what it handed over: the batch itself, repeated (a ready batch, not the pipeline's work)
+    assert made[0].dataset.cardinality() == tf.data.INFINITE_CARDINALITY
+    again = list(made[0].dataset.take(2).as_numpy_iterator())
+    assert all(np.array_equal(a[0], BATCH[0].numpy()) for a in again)
+    assert h.through == "the distributed iterator of strategy.experimental_distribute_dataset"
+    assert h.transfer_ms_mean is None and "puts each replica's slice on its device" in h.transfer_text
+    # a plain hand-over says nothing of the kind
+    monkeypatch.undo()
+    assert measure_handover(BATCH, "tf", "tensorflow", SHORT, clock_ns=time.perf_counter_ns).through is None

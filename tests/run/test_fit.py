@@ -130,3 +130,5 @@ model.fit(ds, epochs=5, verbose=0)
     saved = json.loads(out.read_text())
     assert saved["settings"]["hook"] == "fit"
     assert_windows_ran(saved)
+    # the ready batch is handed over through the distributed iterator the windows feed fit with
+    assert "experimental_distribute_dataset (MirroredStrategy, 2 replica(s))" in saved["handover"]["through"]

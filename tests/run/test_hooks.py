@@ -3,6 +3,7 @@ over `distribute_datasets_from_function`, with MirroredStrategy on 2 logical CPU
 TensorFlow starts, so in a subprocess), each step a tf.function run on both replicas."""
 
 import json
+import os
 
 import pytest
 
@@ -48,3 +49,56 @@ def test_a_mirrored_custom_loop_is_observed_and_swapped_per_replica(tmp_path, ma
     assert saved["settings"]["hook"] == kind
     assert saved["settings"]["dataset_site"]["function"] == "make_dataset"
     assert_windows_ran(saved)
+
+
+# The hand-over timed inside `pipediag run` on the mirrored loop, in a process of its own (the
+# logical CPUs are set before TensorFlow starts): each ready batch handed over is watched where the
+# distributed feed yields it.
+WATCH_THE_HAND_OVER = """
+import json, sys
+from pipediag.backends.tf import tf
+from pipediag.modes import distributed, handover
+from tests.run.scripts import run_here
+
+repeated, seen = [], []
+made = handover.repeated_batch
+
+def tagged(batch):
+    repeated.append(made(batch))
+    return repeated[-1]
+
+class Watched(distributed.DistributedFeed):
+    def __call__(self):
+        batch = super().__call__()
+        if any(self.dataset is r for r in repeated):
+            seen.append(len(self.strategy.experimental_local_results(batch[0] if isinstance(batch, tuple) else batch)))
+        return batch
+
+handover.repeated_batch = tagged
+distributed.DistributedFeed = Watched
+import pipediag.run.observe as observe
+observe.DistributedFeed = Watched
+result = run_here(sys.argv[1], modes=("synthetic", "pipeline", "input_only"))
+h = result.diagnosis.handover
+notes = [n for n in result.diagnosis.notes if "input_only window and the hand-over were read through" in n]
+print(json.dumps({"through": h and h.through, "batches": h and h.batches, "seen": seen, "notes": notes}))
+"""
+
+
+@pytest.mark.slow
+def test_the_hand_over_of_a_mirrored_loop_is_timed_through_its_distributed_iterator(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.run.scripts import ROOT
+
+    path = write(tmp_path, "mirrored.py", MIRRORED.replace(
+        "{make}", "dist = strategy.experimental_distribute_dataset(make_dataset())"))
+    p = subprocess.run([sys.executable, "-c", WATCH_THE_HAND_OVER, path], capture_output=True, text=True,
+                       cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=240)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert "strategy.experimental_distribute_dataset (MirroredStrategy, 2 replica(s))" in got["through"]
+    # every timed hand-over (and its warm-up) was a batch split over the 2 replicas by that iterator
+    assert got["batches"] and len(got["seen"]) >= got["batches"] and set(got["seen"]) == {2}
+    assert len(got["notes"]) == 1 and "MirroredStrategy, 2 replica(s)" in got["notes"][0]

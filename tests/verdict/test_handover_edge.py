@@ -135,3 +135,48 @@ def test_a_pipeline_too_slow_alone_is_input_whether_or_not_the_hand_over_was_tim
              "input_only": summary("input_only", 52), "tuned": None}
     v = decide(cases, handover_missing=MISSING)
     assert (v.bottleneck, v.confidence) == ("input", "high") and "handover_missing" not in v.facts
+
+
+# A custom loop over `strategy.experimental_distribute_dataset` (the TF tutorial's MirroredStrategy
+# loop, scenarios/scripts/tf_distribute_custom_training): each next() on the distributed iterator
+# costs something whatever the pipeline. `pipediag run` now times the hand-over through that
+# iterator; on the 2-core machine (2026-12-03 14:57, under the CPU lock) it read 0.579 ms (95%
+# 0.524-0.634), where the plain hand-over diagnose times on the builder read 0.201 ms (0.195-0.207).
+DISTRIBUTED = Handover(batches=580, ms_mean=0.579, ms_mean_ci=(0.524, 0.634), fetch_ms_mean=0.569,
+                       fetch_ms_mean_ci=(0.515, 0.622), transfer_ms_mean=None, batch_format="tf",
+                       transfer_text="the distributed iterator ... puts each replica's slice on its device in get_next",
+                       through="the distributed iterator of strategy.experimental_distribute_dataset "
+                               "(MirroredStrategy, 1 replica(s))")
+PLAIN = Handover(batches=1456, ms_mean=0.201, ms_mean_ci=(0.195, 0.207), fetch_ms_mean=0.194,
+                 fetch_ms_mean_ci=(0.188, 0.200), transfer_ms_mean=None, batch_format="tf",
+                 transfer_text="the step's framework (tensorflow) uses no accelerator here: there is no device copy")
+
+
+def mirrored_loop(wait_ms, free_ms=1e3 / 157.3, input_rate=355.0):
+    """The loop's step free (157.3/s, run at 2026-12-02 18:05) and fed with `wait_ms` per step."""
+    fed_ms = free_ms + wait_ms
+    return {"synthetic": summary("synthetic", 1e3 / free_ms),
+            "pipeline": summary("pipeline", 1e3 / fed_ms, wait=wait_ms / fed_ms),
+            "input_only": summary("input_only", input_rate), "tuned": None}
+
+
+def test_a_wait_that_is_the_distributed_iterators_own_cost_is_the_hand_over_once_timed_through_it():
+    # 1.0 ms a step: what the tutorial's step waited fed one ready batch through the distributed
+    # iterator (benchmarks/results/distributed-next-cpu-2026-12-03.md), 14% of the step
+    cases = mirrored_loop(1.0)
+    v = decide(cases, handover=DISTRIBUTED)
+    assert v.bottleneck == "compute" and v.facts["wait_is_handover"] and "host_limit" not in v.facts
+    assert any("already made through the distributed iterator of strategy.experimental_distribute_dataset" in e
+               for e in v.evidence)
+    # the same wait against a plain iterator's hand-over (what was timed before): input
+    assert decide(cases, handover=PLAIN).bottleneck == "input"
+
+
+def test_a_wait_beyond_twice_the_distributed_hand_over_is_still_input():
+    # 2026-12-02 18:05: 19% of the step, 1.65 ms, more than 2x the distributed hand-over's upper
+    # end (1.24 ms): the rule does not call it hand-over, with either timing
+    cases = mirrored_loop(1.65)
+    assert T.HANDOVER_WAIT_MARGIN * DISTRIBUTED.fetch_ms_mean_ci[1] < 1.65
+    for timed in (DISTRIBUTED, PLAIN):
+        v = decide(cases, handover=timed)
+        assert v.bottleneck == "input" and not v.facts.get("wait_is_handover")

@@ -115,7 +115,8 @@ def handover_text(h) -> str:
     ci = f" (95% {h.ms_mean_ci[0]:.3f}–{h.ms_mean_ci[1]:.3f})" if h.ms_mean_ci else ""
     copy = (f" + device copy {h.transfer_ms_mean:.3f} ms" if h.transfer_ms_mean is not None
             else f"; no device copy: {h.transfer_text}")
-    return (f"hand-over of a ready batch: {h.ms_mean:.3f} ms{ci} — get_next and conversion to {h.batch_format} "
+    through = f" through {h.through}" if h.through else ""
+    return (f"hand-over of a ready batch{through}: {h.ms_mean:.3f} ms{ci} — get_next and conversion to {h.batch_format} "
             f"{h.fetch_ms_mean:.3f} ms{copy} ({h.batches} timed)")
 
 

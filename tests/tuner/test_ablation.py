@@ -41,10 +41,24 @@ def light_step(batch):
     return tf.reduce_sum(batch)
 
 
-def run(name, dataset, rule):
+def run(name, dataset, rule, decided=None):
     feed = BatchFeed(dataset)
-    result = run_mode(name, feed, light_step, rule, clock_ns=time.monotonic_ns)
+    result = run_mode(name, feed, light_step, rule, clock_ns=time.monotonic_ns, decided=decided)
     return result, feed.firsts
+
+
+def single_change_plan():
+    """A serial read's pipeline timed as pipeline mode, and its tuning plan cut to the parallel map
+    alone: (pipeline mode's summary, its first batches, the plan, the parallel-map change)."""
+    ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
+    baseline_run, firsts = run("pipeline", ds, RULE)
+    baseline = summarize(baseline_run, NO_SAMPLES)
+    plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
+    parallel = plan.candidates[0]
+    assert parallel.kind == "parallel_map"
+    # only the parallel map is planned: the prefetch is left out, as a plan with one candidate would have it
+    plan.changes = [c if c is parallel else c.skipped("left out by the test") for c in plan.changes]
+    return baseline, firsts, plan, parallel
 
 
 @pytest.mark.slow
@@ -85,14 +99,7 @@ def test_each_change_gets_its_own_measured_speedup():
 
 @pytest.mark.slow
 def test_a_single_change_gets_a_control_run_of_the_same_window_right_before_it():
-    ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
-    baseline_run, firsts = run("pipeline", ds, RULE)
-    baseline = summarize(baseline_run, NO_SAMPLES)
-    plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
-    parallel = plan.candidates[0]
-    assert parallel.kind == "parallel_map"
-    # only the parallel map is planned: the prefetch is left out, as a plan with one candidate would have it
-    plan.changes = [c if c is parallel else c.skipped("left out by the test") for c in plan.changes]
+    baseline, firsts, plan, parallel = single_change_plan()
     rule = replace(RULE, max_seconds=4.0)  # longer than the alone runs' window (3 s)
     outcome = tune_with_ablation(
         plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run,
@@ -109,12 +116,7 @@ def test_a_single_change_gets_a_control_run_of_the_same_window_right_before_it()
 
 @pytest.mark.slow
 def test_only_the_tuned_run_gets_a_decided_condition_against_the_control():
-    ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
-    baseline_run, firsts = run("pipeline", ds, RULE)
-    baseline = summarize(baseline_run, NO_SAMPLES)
-    plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
-    parallel = plan.candidates[0]
-    plan.changes = [c if c is parallel else c.skipped("left out by the test") for c in plan.changes]
+    baseline, firsts, plan, _ = single_change_plan()
     seen: dict = {"decided": {}}
 
     def decided_against(rate, ci):
@@ -123,8 +125,7 @@ def test_only_the_tuned_run_gets_a_decided_condition_against_the_control():
 
     def run_recording(name, dataset, rule, decided=None):
         seen["decided"][name] = decided
-        feed = BatchFeed(dataset)
-        return run_mode(name, feed, light_step, rule, clock_ns=time.monotonic_ns, decided=decided), feed.firsts
+        return run(name, dataset, rule, decided)
 
     outcome = tune_with_ablation(
         plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run_recording,

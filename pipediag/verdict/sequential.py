@@ -106,6 +106,11 @@ def settled(low: float | None, high: float | None, value: float, late_value: flo
     return clear_of(low, high, line, margin) and same_side(late_value, value, line)
 
 
+def _rate_over(step_ns: Sequence[int], against: RateReading):
+    mode = rate_reading(step_ns)
+    return None if mode is None else ratio_of(mode.rate, mode.interval, against.rate, against.interval)
+
+
 class _AgainstFree:
     """A `decided(wait_ns, compute_ns)` condition that compares a mode's rate with synthetic mode's."""
 
@@ -114,13 +119,10 @@ class _AgainstFree:
         self.reason: str | None = None
 
     def _ratio(self, step_ns: Sequence[int], free_over_mode: bool):
+        if not free_over_mode:
+            return _rate_over(step_ns, self.synthetic)
         mode = rate_reading(step_ns)
-        if mode is None:
-            return None
-        free = (self.synthetic.rate, self.synthetic.interval)
-        if free_over_mode:
-            return ratio_of(*free, mode.rate, mode.interval)
-        return ratio_of(mode.rate, mode.interval, *free)
+        return None if mode is None else ratio_of(self.synthetic.rate, self.synthetic.interval, mode.rate, mode.interval)
 
 
 class PipelineDecided(_AgainstFree):
@@ -164,11 +166,6 @@ class InputOnlyDecided(_AgainstFree):
         self.reason = (f"input alone {headroom.value:.2f}x the free step (95%: {headroom.low:.2f}-{headroom.high:.2f}x): "
                        "clear of the verdict's lines")
         return True
-
-
-def _rate_over(step_ns: Sequence[int], against: RateReading):
-    mode = rate_reading(step_ns)
-    return None if mode is None else ratio_of(mode.rate, mode.interval, against.rate, against.interval)
 
 
 class TunedDecided:

@@ -29,7 +29,14 @@ The tuned run (the rewritten pipeline, feeding the step) stops the same way once
 rate it is judged against (the control, else pipeline mode) is clear of the lines the ablation
 classifies a change by (1/MIN_GAIN, 1 and MIN_GAIN: harm, none, gain), and its rate over free input
 clear of 1 (a tuned run faster than free input is drift, and its speedup is withheld). A tuned
-rate near any of them measures on to the mode's own rule. Pure Python on plain numbers.
+rate near any of them measures on to the mode's own rule.
+
+A contention reading that straddled its line is measured again, synthetic then pipeline mode, back
+to back and longer (api.gather.measure_edges_again). The new pipeline run stops as soon as the
+contention rule (verdict.contention: both the fed step's slowdown and the step's own time beside
+the pipeline over alone held to GAP_SIGNIFICANT) can no longer be on its edge: one of the two
+readings settled below the line, or both above it, against the new synthetic run; otherwise it
+runs its longer window to the end, as before. Pure Python on plain numbers.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from pipediag import stats
 from pipediag.analysis.ablation import MIN_GAIN
 from pipediag.analysis.modes import ratio_of
 from pipediag.verdict import thresholds as T
+from pipediag.verdict.edges import ratio_interval
 
 LINE_MARGIN = 0.10  # an interval must miss a line by 10% of it (ratios)
 WAIT_MARGIN = 0.02  # ... and a wait share by 2 points of step time
@@ -194,3 +202,51 @@ class TunedDecided:
         self.reason = (f"tuned over its reference {speedup.value:.2f}x (95%: {speedup.low:.2f}-{speedup.high:.2f}x): "
                        "clear of the gain lines" + (f", {ratios[1].value:.2f}x free input" if len(ratios) > 1 else ""))
         return True
+
+
+class ContentionDecided:
+    """`decided(wait_ns, compute_ns)` for pipeline mode measured again after a contention reading
+    straddled its line: against the new synthetic run's rate (`free`) and its step's own times
+    (`free_compute_ns`), the contention rule is off its edge with both readings' intervals clear
+    of the line by LINE_MARGIN, the second half of the window on the same side."""
+
+    def __init__(self, free: RateReading, free_compute_ns: Sequence[int]):
+        self.free = free
+        self.free_compute = stats.median(free_compute_ns) if free_compute_ns else None
+        self.free_compute_ci = stats.median_ci(free_compute_ns)
+        self.reason: str | None = None
+
+    def gap(self, step_ns: Sequence[int]):
+        mode = rate_reading(step_ns)
+        return None if mode is None else ratio_of(self.free.rate, self.free.interval, mode.rate, mode.interval)
+
+    def step(self, compute_ns: Sequence[int]):
+        if not compute_ns or not self.free_compute:
+            return None
+        return ratio_interval(stats.median(compute_ns), stats.median_ci(compute_ns), self.free_compute,
+                              self.free_compute_ci)
+
+    def __call__(self, wait_ns: Sequence[int], compute_ns: Sequence[int]) -> bool:
+        step_ns = [w + c for w, c in zip(wait_ns, compute_ns)]
+        half = len(step_ns) // 2
+        gap, late_gap = self.gap(step_ns), self.gap(step_ns[half:])
+        step, late_step = self.step(compute_ns), self.step(compute_ns[half:])
+        if gap is None or late_gap is None or step is None or late_step is None:
+            return False
+        line = T.GAP_SIGNIFICANT
+        readings = {"the fed step's slowdown": (gap.value, gap.low, gap.high, late_gap.value),
+                    "the step's own time beside the pipeline over alone": step[:3] + (late_step[0],)}
+        sides = {}
+        for what, (value, low, high, late) in readings.items():
+            if settled(low, high, value, late, line):
+                sides[what] = value >= line
+        below = [what for what, above in sides.items() if not above]
+        if below:
+            what = below[0]
+            self.reason = f"{what} {readings[what][0]:.2f}x settled below the {line:.2f}x line: not contention"
+            return True
+        if len(sides) == len(readings):
+            self.reason = (f"the fed step's slowdown {gap.value:.2f}x and the step's own time {step[0]:.2f}x both "
+                           f"settled above the {line:.2f}x line")
+            return True
+        return False

@@ -3,6 +3,7 @@
 import random
 
 from pipediag.verdict.sequential import (
+    ContentionDecided,
     InputOnlyDecided,
     PipelineDecided,
     RateReading,
@@ -134,3 +135,52 @@ def test_a_window_that_slows_in_its_second_half_is_not_decided():
     # the first half at 2.2x the control, the second at 1.1x: the whole clears 1.05, the late half does not
     wait = noisy(18.0, 40, seed=8)[:20] + noisy(36.0, 40, seed=9)[:20]
     assert not TunedDecided(REFERENCE, FREE)(wait, [0] * 40)
+
+
+# -- a contention reading measured again (ContentionDecided) ----------------------------------------
+FREE_COMPUTE = noisy(10.0, 200, seed=11)  # the new synthetic run: a 10-ms step, 100 batches/s
+
+
+def contention_decided():
+    return ContentionDecided(rate_reading(FREE_COMPUTE), FREE_COMPUTE)
+
+
+def test_a_step_no_slower_beside_the_pipeline_ends_the_measured_again_run():
+    """Fed at the free rate, its own time as alone: both readings far below the 1.15x line."""
+    decided = contention_decided()
+    assert decided([10_000] * 40, noisy(10.0, 40, seed=12))
+    assert "settled below the 1.15x line: not contention" in decided.reason
+
+
+def test_a_step_slowed_well_past_the_line_on_both_readings_ends_it():
+    """The step itself 1.6x slower beside the pipeline, so the fed step too: contention, decided."""
+    decided = contention_decided()
+    assert decided([10_000] * 40, noisy(16.0, 40, seed=13))
+    assert "both settled above the 1.15x line" in decided.reason
+
+
+def test_readings_on_the_line_measure_on():
+    """The step 1.15x slower beside the pipeline: both readings on the line; the run goes on."""
+    decided = contention_decided()
+    assert not decided([10_000] * 200, noisy(11.5, 200, seed=14))
+    assert decided.reason is None
+
+
+def test_one_reading_above_and_the_other_on_the_line_measure_on():
+    """The fed step 1.6x slower (it waited), the step's own time 1.15x: contention is still on its
+    edge (both near, one straddling), so not decided."""
+    decided = contention_decided()
+    compute = noisy(11.5, 200, seed=15)
+    wait = [int(4.5 * MS)] * 200
+    assert not decided(wait, compute)
+
+
+def test_a_second_half_that_crosses_the_line_measures_on():
+    """Below the line over the window, above it in its second half (the machine got busier)."""
+    decided = contention_decided()
+    compute = noisy(9.0, 60, seed=16) + noisy(13.5, 60, seed=17)
+    assert not decided([10_000] * 120, compute)
+
+
+def test_too_few_steps_for_an_interval_are_not_decided():
+    assert not contention_decided()([10_000] * 4, noisy(10.0, 4, seed=18))

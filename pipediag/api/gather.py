@@ -15,7 +15,7 @@ from pipediag.modes.runner import longer, run_mode
 from pipediag.modes.watchdog import Watchdog
 from pipediag.records.change import Change
 from pipediag.records.environment import Environment
-from pipediag.records.kinds import INTERRUPTED, OUT_OF_MEMORY, STALLED
+from pipediag.records.kinds import DECIDED, INTERRUPTED, OUT_OF_MEMORY, STALLED
 from pipediag.records.options import RunOptions
 from pipediag.records.phases import PhaseClock, mode_phase
 from pipediag.records.run import ModeRun, StopRule
@@ -65,6 +65,7 @@ class Plan:
     ram_budget_bytes: int | None
     anatomy: bool
     thorough: bool
+    quick: bool = False  # --quick: the anatomy's short windows too (modes.waterfall.QUICK)
 
 
 def observed(step: Step | None) -> Observed:
@@ -225,7 +226,7 @@ class Gathering:
     def anatomy(self) -> None:
         """The pipeline timed after each stage, naming the slow stage; a graph it cannot cut is a note."""
         from pipediag.builder.graph import GraphError, PipelineGraph
-        from pipediag.modes.waterfall import THOROUGH, WaterfallRule, measure_anatomy
+        from pipediag.modes.waterfall import QUICK, THOROUGH, WaterfallRule, measure_anatomy
 
         state = self.state
         self.progress.phase("timing the pipeline after each stage (anatomy)")
@@ -234,7 +235,7 @@ class Gathering:
             chain = self.prepared.chain  # a graph over 2 GiB: the user's Dataset objects are the cuts
             result = measure_anatomy(
                 PipelineGraph.from_dataset(self.dataset) if chain is None else chain, self.dataset.options(),
-                batch_size=state.element.batch_size, rule=THOROUGH if self.plan.thorough else WaterfallRule(),
+                batch_size=state.element.batch_size, rule=THOROUGH if self.plan.thorough else QUICK if self.plan.quick else WaterfallRule(),
                 first_batch_s=self.prepared.first_batch_ns / 1e9, clock_ns=self.clock_ns, watchdog=self.watchdog,
             )
             state.stages, state.anatomy = tuple(result.stages), result.anatomy
@@ -250,15 +251,33 @@ class Gathering:
         if not edges:
             return
         longer_rule = longer(self.rule)
-        self.measure("synthetic", self.free_input(), True, mode_rule=longer_rule)
+        synthetic = self.measure("synthetic", self.free_input(), True, mode_rule=longer_rule)
+        decided = self.contention_decided(synthetic, edges)
+        pipeline_rule = longer_rule if decided is None else replace(longer_rule, decide_min_seconds=self.rule.min_seconds)
         self.feeds["pipeline"] = self.step_feed(self.dataset)
-        self.measure("pipeline", self.feeds["pipeline"], True, mode_rule=longer_rule)
+        pipeline = self.measure("pipeline", self.feeds["pipeline"], True, mode_rule=pipeline_rule, decided=decided)
+        window = f"over {longer_rule.max_seconds:.0f} s each"
+        if pipeline.stop_reason == DECIDED:
+            window = (f"synthetic over {longer_rule.max_seconds:.0f} s, pipeline until the reading was decided "
+                      f"({decided.reason}, after {(pipeline.end_ns - pipeline.start_ns) / 1e9:.1f} s)")
         self.state.notes.append(
             "a verdict reading sat within its spread of its threshold ("
             + "; ".join(Edge(**{k: v for k, v in e.items() if k != "straddles"}).text() for e in edges)
-            + f"): synthetic and pipeline modes were measured again, back to back, over {longer_rule.max_seconds:.0f} s "
-            "each, and the verdict uses those runs"
+            + f"): synthetic and pipeline modes were measured again, back to back, {window}, and the verdict uses "
+            "those runs"
         )
+
+    def contention_decided(self, synthetic: ModeRun, edges: list[dict]):
+        """The measured-again pipeline run's `decided` condition (verdict.sequential.ContentionDecided)
+        when only the contention rule's readings sat on the line; None (run to the end) otherwise,
+        under --thorough, or without a synthetic rate."""
+        from pipediag.verdict.sequential import ContentionDecided, rate_reading
+
+        free = rate_reading(synthetic.step_ns)
+        if (self.plan.thorough or free is None or free.interval is None
+                or any(e.get("rule") != "cpu_contention" for e in edges)):
+            return None
+        return ContentionDecided(free, synthetic.compute_ns)
 
     def tuned(self) -> None:
         """Plan the tuned rewrite from the measured modes, then run it with its ablation, unless

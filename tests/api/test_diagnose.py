@@ -1,5 +1,7 @@
 """diagnose() end to end on real TensorFlow pipelines (small and fast)."""
 
+import time
+
 import pytest
 
 pytest.importorskip("tensorflow")
@@ -56,7 +58,7 @@ def test_quick_gives_the_verdict_and_slow_stage_without_a_tuned_mode():
     d = pipediag.diagnose(P.serial_sleep_map, step=P.light_step(), stop_rule=STRUCTURE, quick=True)
     assert d.verdict is not None and d.anatomy is not None
     assert "tuned" not in d.modes and d.ablation is None and d.settings["quick"] is True
-    assert any(n.startswith("--quick") and "without --quick" in n for n in d.notes)
+    assert any(n.startswith("--quick") and "without --quick" in n and "at most 1 s" in n for n in d.notes)
     assert not {"tuning_plan", "control", "tuned", "ablation"} & {p.name for p in d.phases}
 
 
@@ -270,3 +272,35 @@ def test_a_tuning_read_that_hangs_ends_the_run_as_stalled_with_the_modes_kept(mo
     assert d.stall.what == "tuning: checking map(scale) on whole batches"
     assert d.stall.stage == "map(hang_read)"  # read fresh after the stall: it gives nothing
     assert d.runs["pipeline"].steps > 0 and "tuned" not in d.runs
+
+
+def test_a_contention_reading_on_its_line_is_measured_again_until_decided(monkeypatch):
+    """A straddling contention reading (scripted: the run's own are rarely on the line) makes
+    synthetic and pipeline modes run again, back to back; the in-memory pipeline leaves a 30-ms
+    step as fast as alone (its own time 1.01x alone here; a 4-ms step read 1.05-1.09x, inside
+    the 10% margin around the 1.15x line, so it ran its window to the end), so the new pipeline run ends once that is settled, well before its
+    longer window, and the note says which reading decided it."""
+    from pipediag.api import gather
+
+    calls = []
+
+    def on_the_line(state, log):
+        calls.append(1)
+        if len(calls) > 1:
+            return []
+        return [{"rule": "cpu_contention", "what": "the step's own time beside the pipeline over alone",
+                 "value": 1.16, "low": 1.05, "high": 1.3, "threshold": 1.15, "unit": "x", "straddles": True}]
+
+    monkeypatch.setattr(gather, "edges_on_the_line", on_the_line)
+    rule = StopRule(max_seconds=3.0, min_seconds=0.5, min_steps=10, warmup_steps=3)
+
+    def sleeping_step(batch):  # a steady 30-ms step that the pipeline's few microseconds cannot slow
+        time.sleep(0.03)
+
+    d = pipediag.diagnose(P.in_memory, step=sleeping_step, stop_rule=rule, modes=("synthetic", "pipeline"))
+    note = next(n for n in d.notes if "measured again, back to back" in n)
+    assert "pipeline until the reading was decided" in note and "not contention" in note, note
+    assert d.modes["pipeline"].stop_reason == "decided"
+    assert d.modes["synthetic"].stop_reason in ("time_cap", "max_steps")  # the reference runs its window
+    remeasure = next(p.seconds for p in d.phases if p.name == "remeasure")
+    assert remeasure < 6.0 + 2.0 + 3.0, d.phases  # under the 6 s + 6 s of both longer windows

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from pipediag.analysis.modes import summarize
-from pipediag.api.finish import quick_modes, with_phases
+from pipediag.api.finish import quick_modes, quick_rule, with_phases
 from pipediag.api.gather import DiagnoseRun, Gathering, Plan, observed
 from pipediag.api.options import check_step_options, sample_hz, stop_rule_for
 from pipediag.errors import UsageError, UserCodeError
@@ -83,7 +83,8 @@ def diagnose(
     as it measures the input side too).
     thorough: longer windows for the anatomy and the ablation, and all-but-one ablation runs.
     quick: the verdict and the slow stage only: no tuned mode, so no measured fixes (the notes say
-    so, and how to get them). Diagnosis.phases says where the time went, either way.
+    so, and how to get them), and shorter windows (api.finish.quick_rule: each mode at most 3 s,
+    the anatomy's stages at most 0.5 s each). Diagnosis.phases says where the time went, either way.
     stall_timeout_s: a batch or step that takes longer ends the run with status "stalled" (the
     modes measured before are kept); None: a deadline fitted to the slowest batch seen
     (modes.watchdog). The stuck call's thread is left behind: the CLI ends the process.
@@ -100,7 +101,10 @@ def diagnose(
         )
     modes = quick_modes(modes, quick, thorough)
     rule = stop_rule_for(opts, stop_rule)
-    plan = Plan(modes=tuple(modes), rule=rule, ram_budget_bytes=ram_budget_bytes, anatomy=anatomy, thorough=thorough)
+    if quick:
+        rule = quick_rule(rule)
+    plan = Plan(modes=tuple(modes), rule=rule, ram_budget_bytes=ram_budget_bytes, anatomy=anatomy, thorough=thorough,
+                quick=quick)
     progress = opts.progress or SilentProgress()
     clock_ns = opts.clock_ns
     started = clock_ns()
@@ -130,7 +134,7 @@ def diagnose(
         state.notes.append(f"the sampler stopped early: {type(sampler.error).__name__}: {sampler.error}")
     with state.phases.phase("conclude"):
         diagnosis = conclude_run(state, log, rule, opts.batch_size, opts.batch_format, 0.0, ram_budget_bytes)
-    return with_phases(diagnosis, state.phases, (clock_ns() - started) / 1e9, quick=quick)
+    return with_phases(diagnosis, state.phases, (clock_ns() - started) / 1e9, quick_rule=rule if quick else None)
 
 
 def _framework(state: DiagnoseRun) -> str | None:

@@ -1,5 +1,5 @@
 """What `diagnose()` adds to a concluded Diagnosis: the wall time and where it went (phase by
-phase, records.phases), and, under --quick, what was left out and how to get it."""
+phase, records.phases), and, under --quick, its shorter windows, what was left out and how to get it."""
 
 from __future__ import annotations
 
@@ -7,10 +7,20 @@ from dataclasses import replace
 
 from pipediag.errors import UsageError
 from pipediag.records.phases import PhaseClock
+from pipediag.records.run import StopRule
 from pipediag.results.diagnose import Diagnosis
 
-QUICK_NOTE = ("--quick: the verdict and the slow stage only; no fix was measured (no tuned mode). Run the same "
-              "command without --quick to measure the fixes")
+QUICK_NOTE = ("--quick: the verdict and the slow stage only, each mode over at most {max_s:g} s; no fix was measured "
+              "(no tuned mode). Run the same command without --quick to measure the fixes")
+
+# --quick's windows: each mode at most QUICK_MAX_SECONDS (and its settling warm-up 1.5x that), at
+# least QUICK_MIN_SECONDS and QUICK_MIN_STEPS; the sequential stops (verdict.sequential) from
+# QUICK_DECIDE_MIN_SECONDS. A reading on a verdict line is still measured again (twice the cap).
+QUICK_MAX_SECONDS = 3.0
+QUICK_MIN_SECONDS = 1.0
+QUICK_MIN_STEPS = 10
+QUICK_WARMUP_STEPS = 3
+QUICK_DECIDE_MIN_SECONDS = 0.5
 
 
 def quick_modes(modes: tuple[str, ...], quick: bool, thorough: bool) -> tuple[str, ...]:
@@ -20,9 +30,19 @@ def quick_modes(modes: tuple[str, ...], quick: bool, thorough: bool) -> tuple[st
     return tuple(m for m in modes if m != "tuned") if quick else tuple(modes)
 
 
-def with_phases(diagnosis: Diagnosis, phases: PhaseClock, elapsed_s: float, *, quick: bool = False) -> Diagnosis:
-    """The diagnosis with its wall time, the phases it went to, and under --quick the setting and its note."""
+def quick_rule(rule: StopRule) -> StopRule:
+    """The stop rule under --quick: `rule` with --quick's shorter windows (never longer than `rule`'s)."""
+    return replace(rule, max_seconds=min(rule.max_seconds, QUICK_MAX_SECONDS),
+                   min_seconds=min(rule.min_seconds, QUICK_MIN_SECONDS), min_steps=min(rule.min_steps, QUICK_MIN_STEPS),
+                   warmup_steps=min(rule.warmup_steps, QUICK_WARMUP_STEPS),
+                   decide_min_seconds=min(rule.decide_min_seconds, QUICK_DECIDE_MIN_SECONDS))
+
+
+def with_phases(diagnosis: Diagnosis, phases: PhaseClock, elapsed_s: float, *, quick_rule: StopRule | None = None
+                ) -> Diagnosis:
+    """The diagnosis with its wall time, the phases it went to, and under --quick (`quick_rule`: the
+    rule its modes ran by) the setting and its note."""
     settings, notes = diagnosis.settings, diagnosis.notes
-    if quick:
-        settings, notes = {**settings, "quick": True}, (*notes, QUICK_NOTE)
+    if quick_rule is not None:
+        settings, notes = {**settings, "quick": True}, (*notes, QUICK_NOTE.format(max_s=quick_rule.max_seconds))
     return replace(diagnosis, elapsed_s=elapsed_s, phases=phases.phases(), settings=settings, notes=notes)

@@ -49,6 +49,7 @@ class WaterfallRule:
 
 
 THOROUGH = WaterfallRule(stage_cap_s=3.0, min_stage_s=1.0, total_cap_s=45.0, chunk_target_s=0.05)
+QUICK = WaterfallRule(stage_cap_s=0.5, min_stage_s=0.15, total_cap_s=5.0)  # --quick
 
 
 @dataclass(frozen=True)

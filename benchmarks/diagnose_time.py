@@ -28,6 +28,7 @@ import fcntl
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -65,7 +66,7 @@ def at_defaults(cmd: list[str]) -> list[str]:
     return cmd[:i] + cmd[i + 2:]
 
 
-def one_run(path: str, extra: list[str], lock: str | None) -> dict:
+def one_run(path: str, extra: list[str], lock: str | None, keep: str | None = None) -> dict:
     row = {"scenario": scenario_name(path)}
     try:
         info = _describe(path)
@@ -83,6 +84,9 @@ def one_run(path: str, extra: list[str], lock: str | None) -> dict:
             return {**row, "wall_s": wall, "error": f"exit {done.returncode}: {done.stderr[-1500:]}"}
         with open(out) as f:
             d = json.load(f)
+        if keep:  # the whole report, for reading where a scenario's time went
+            os.makedirs(keep, exist_ok=True)
+            shutil.copy(out, os.path.join(keep, scenario_name(path).replace("/", "__") + ".json"))
     verdict = d.get("verdict") or {}
     return {
         **row, "wall_s": wall, "elapsed_s": d["elapsed_s"], "load_1min": load, "exit": done.returncode,
@@ -112,7 +116,16 @@ def machine() -> str:
     except (OSError, StopIteration):
         pass
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{os.cpu_count()} logical CPUs ({cpu}), {mem:.0f} GiB RAM, {platform.system()} {platform.release()}"
+    gpus = "no GPU"
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=30)
+        names = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+        gpus = ", ".join(names) if done.returncode == 0 and names else gpus
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return (f"{os.cpu_count()} logical CPUs ({cpu}), {mem:.0f} GiB RAM, {platform.system()} {platform.release()}; "
+            f"{gpus}")
 
 
 def totals(rows: list[dict], quick: bool) -> dict:
@@ -148,7 +161,7 @@ def report(rows: list[dict], t: dict, extra: list[str], command: str) -> str:
         f"# `pipediag diagnose{' ' + ' '.join(extra) if extra else ''}`: time to a verdict over the scenarios",
         "",
         f"- date: {dt.datetime.now().isoformat(timespec='minutes')}",
-        f"- machine: {machine()}; no GPU",
+        f"- machine: {machine()}",
         f"- TensorFlow {tf.__version__}, Python {platform.python_version()}",
         f"- made with `{command}`: each scenario once, a fresh `python -m pipediag diagnose ... --quiet --json F` "
         "at the default --max-seconds (TensorFlow import included)",
@@ -173,15 +186,17 @@ def report(rows: list[dict], t: dict, extra: list[str], command: str) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--set", default="all", choices=sorted(SETS), help="which scenarios (default: all)")
+    p.add_argument("--gpu", action="store_true", help="scenarios/gpu instead of --set (on a machine with an NVIDIA GPU)")
     p.add_argument("--only", help="comma-separated scenario names, e.g. compute_bound,real/tf_csv")
     p.add_argument("--lock", help="take this file's lock around each scenario (e.g. /tmp/cpu.lock)")
     p.add_argument("--out", help="result file (default: benchmarks/results/diagnose_time[_quick]_DATE.md)")
+    p.add_argument("--keep", help="a folder to keep each scenario's JSON report in")
     p.add_argument("extra", nargs="*", help="more diagnose options, after --, e.g. -- --quick")
     args = p.parse_args()
-    paths = scenario_paths(only=args.only.split(",") if args.only else None, which=args.set)
+    paths = scenario_paths(gpu=args.gpu, only=args.only.split(",") if args.only else None, which=args.set)
     rows = []
     for path in paths:
-        rows.append(one_run(path, args.extra, args.lock))
+        rows.append(one_run(path, args.extra, args.lock, args.keep))
         r = rows[-1]
         print(f"{r['scenario']}: {r.get('wall_s', 0):.1f} s wall, "
               + (f"{r['elapsed_s']:.1f} s diagnosis" if "elapsed_s" in r else r["error"][:200]), flush=True)

@@ -278,8 +278,9 @@ def test_a_contention_reading_on_its_line_is_measured_again_until_decided(monkey
     """A straddling contention reading (scripted: the run's own are rarely on the line) makes
     synthetic and pipeline modes run again, back to back; the in-memory pipeline leaves a 30-ms
     step as fast as alone (its own time 1.01x alone here; a 4-ms step read 1.05-1.09x, inside
-    the 10% margin around the 1.15x line, so it ran its window to the end), so the new pipeline run ends once that is settled, well before its
-    longer window, and the note says which reading decided it."""
+    the 10% margin around the 1.15x line, so it ran its window to the end), so the new pipeline
+    run ends once that is settled, well before its longer window, and the note says which reading
+    decided it."""
     from pipediag.api import gather
 
     calls = []

@@ -89,7 +89,8 @@ def one_run(path: str, extra: list[str], lock: str | None, keep: str | None = No
             shutil.copy(out, os.path.join(keep, scenario_name(path).replace("/", "__") + ".json"))
     verdict = d.get("verdict") or {}
     return {
-        **row, "wall_s": wall, "elapsed_s": d["elapsed_s"], "load_1min": load, "exit": done.returncode,
+        **row, "wall_s": wall, "elapsed_s": d["elapsed_s"], "startup_s": d.get("startup_s"), "load_1min": load,
+        "exit": done.returncode,
         "phases": {p["name"]: p["seconds"] for p in d.get("phases", [])},
         "verdict": f"{verdict.get('bottleneck', '—')} ({verdict.get('confidence', '—')})",
         "expected": info["expected"]["bottleneck"],
@@ -131,6 +132,7 @@ def machine() -> str:
 def totals(rows: list[dict], quick: bool) -> dict:
     timed = [r for r in rows if "elapsed_s" in r]
     walls = [r["wall_s"] for r in timed]
+    starts = [r["startup_s"] for r in timed if r.get("startup_s") is not None]
     phase_medians = {}
     for name in PHASE_LABELS:
         values = [r["phases"].get(name, 0.0) for r in timed]
@@ -142,6 +144,7 @@ def totals(rows: list[dict], quick: bool) -> dict:
         "longest_wall_s": max(walls) if walls else None,
         "longest": max(timed, key=lambda r: r["wall_s"])["scenario"] if timed else None,
         "median_elapsed_s": statistics.median(r["elapsed_s"] for r in timed) if timed else None,
+        "median_startup_s": statistics.median(starts) if starts else None,
         "phase_medians_s": phase_medians,
         "goal": f"median <= {GOALS['quick_median_s']:g} s" if quick else
                 f"median <= {GOALS['median_s']:g} s, longest <= {GOALS['longest_s']:g} s",
@@ -166,8 +169,10 @@ def report(rows: list[dict], t: dict, extra: list[str], command: str) -> str:
         f"- made with `{command}`: each scenario once, a fresh `python -m pipediag diagnose ... --quiet --json F` "
         "at the default --max-seconds (TensorFlow import included)",
         f"- **median wall time {fmt(t['median_wall_s'])} s, longest {fmt(t['longest_wall_s'])} s** ({t['longest']}); "
-        f"median diagnosis time (`elapsed_s`, without Python start-up and the TensorFlow import) "
-        f"{fmt(t['median_elapsed_s'])} s, over {t['timed']} of {t['scenarios']} scenarios. Goal (issue 26): {t['goal']}.",
+        f"median diagnosis time (`elapsed_s`, without the process's start-up) {fmt(t['median_elapsed_s'])} s, "
+        f"median start-up before it (`startup_s`: Python, the imports, the builder's module) "
+        f"{fmt(t.get('median_startup_s'))} s, over {t['timed']} of {t['scenarios']} scenarios. "
+        f"Goal (issue 26): {t['goal']}.",
         "- median seconds per phase over the scenarios (0 where a phase did not run): "
         + (", ".join(f"{PHASE_LABELS[k]} {v:.1f}" for k, v in t["phase_medians_s"].items()) or "—"),
         "",

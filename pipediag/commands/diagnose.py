@@ -133,12 +133,14 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from pipediag.api import diagnose as api
     from pipediag.commands.common import quote_scale_command, scale_command
     from pipediag.report.terminal.diagnose import render_diagnosis
+    from pipediag.samples.cpu import process_age_s
 
     builder, options = checked_target(args, "diagnose")
     asked = dict(ram_budget_bytes=args.ram_budget_mb * 2**20 if args.ram_budget_mb else None, thorough=args.thorough,
                  quick=args.quick)
+    startup_s = process_age_s()  # Python, the imports and the builder's module, before the diagnosis
     diagnosis = with_progress(args, err, lambda p: api.diagnose(builder, options=replace(options, progress=p), **asked))
-    diagnosis = quote_scale_command(diagnosis, scale_command(args))
+    diagnosis = quote_scale_command(replace(diagnosis, startup_s=startup_s), scale_command(args))
     # Files first: on an interrupted run they are what the user keeps.
     print_and_write(diagnosis, render_diagnosis(diagnosis), args, out, err, name_files=not args.quiet)
     if diagnosis.error is not None:  # the user's code raised mid-run: its traceback after the partial report

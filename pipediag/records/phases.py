@@ -54,9 +54,10 @@ class Phase(DictRecord):
         return PHASE_LABELS.get(self.name, self.name)
 
 
-def phases_text(phases: tuple[Phase, ...], elapsed_s: float) -> str:
+def phases_text(phases: tuple[Phase, ...], elapsed_s: float, startup_s: float | None = None) -> str:
     """`time: 19.8 s — setup 1.2, first batch 0.3, warm-up 2.1, synthetic 4.0, ...`: phases of
-    0.05 s or more, in the order they ran, then what no phase accounts for."""
+    0.05 s or more, in the order they ran, then what no phase accounts for, then (`startup_s`,
+    when known) the command's start-up before the diagnosis."""
     shown = [p for p in phases if p.seconds >= 0.05]
     text = f"time: {elapsed_s:.1f} s"
     if shown:
@@ -64,6 +65,8 @@ def phases_text(phases: tuple[Phase, ...], elapsed_s: float) -> str:
     rest = elapsed_s - sum(p.seconds for p in phases)
     if shown and rest >= 0.05:
         text += f", other {rest:.1f}"
+    if startup_s is not None:
+        text += f"; before it, start-up {startup_s:.1f} s (Python, imports, your module)"
     return text
 
 

@@ -31,7 +31,7 @@ def time_text(result) -> str:
     from pipediag.records.phases import phases_text
 
     phases = getattr(result, "phases", ())
-    return phases_text(phases, result.elapsed_s) if phases else f"time: {result.elapsed_s:.1f} s"
+    return phases_text(phases, result.elapsed_s, getattr(result, "startup_s", None))
 
 
 def unmeasured_fixes_text(result) -> str | None:

@@ -71,6 +71,9 @@ class Diagnosis:
     handover_missing: str | None = None  # why the hand-over could not be timed (pipediag's own measurement failed)
     stall: StallInfo | None = None  # status "stalled": where, and the stage when it could be found
     phases: tuple[Phase, ...] = ()  # where elapsed_s went (records.phases); () in files before schema 2
+    # The command's process before the diagnosis began (Python, the imports, the builder's module),
+    # seconds; None where unknown: through the Python API, in files before it was recorded.
+    startup_s: float | None = None
     # status "failed": the user's error, for the command line to show with its traceback. Not in
     # the JSON (the notes say which mode failed and how); None after a round trip.
     error: Exception | None = field(default=None, compare=False, repr=False)
@@ -121,6 +124,7 @@ class Diagnosis:
             "notes": list(self.notes),
             "stall": None if self.stall is None else self.stall.to_dict(),
             "phases": [p.to_dict() for p in self.phases],
+            "startup_s": self.startup_s,
             "samples": self.samples.to_dict(),
         }
 
@@ -165,6 +169,7 @@ class Diagnosis:
             handover_missing=d.get("handover_missing"),
             stall=None if d.get("stall") is None else StallInfo.from_dict(d["stall"]),
             phases=tuple(Phase.from_dict(p) for p in d.get("phases") or ()),
+            startup_s=d.get("startup_s"),
         )
 
 

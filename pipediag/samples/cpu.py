@@ -86,3 +86,13 @@ class CpuReader:
     def _process_cpu_s(self) -> float:
         t = self.process.cpu_times()
         return t.user + t.system
+
+
+def process_age_s(now_s: Callable[[], float] = time.time) -> float | None:
+    """Seconds since this process started (psutil's create time, to about 10 ms); None where psutil
+    cannot read it."""
+    try:
+        started = psutil.Process().create_time()
+    except (psutil.Error, OSError):
+        return None
+    return max(0.0, now_s() - started)

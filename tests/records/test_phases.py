@@ -36,6 +36,13 @@ def test_the_time_line_names_each_phase_and_what_none_accounts_for():
     assert phases_text((), 2.0) == "time: 2.0 s"
 
 
+def test_the_time_line_ends_with_the_start_up_when_the_command_knew_it():
+    phases = (Phase("synthetic", 4.0),)
+    assert phases_text(phases, 4.0, startup_s=8.04) == (
+        "time: 4.0 s — synthetic 4.0; before it, start-up 8.0 s (Python, imports, your module)")
+    assert "start-up" not in phases_text(phases, 4.0, startup_s=None)  # the Python API: unknown, not 0
+
+
 def test_each_run_is_booked_to_its_phase():
     assert mode_phase("synthetic", None) == "synthetic"
     assert mode_phase("control again", "variant_builds") == "control"

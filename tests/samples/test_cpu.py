@@ -3,7 +3,7 @@ import time
 
 import psutil
 
-from pipediag.samples.cpu import CpuReader
+from pipediag.samples.cpu import CpuReader, process_age_s
 
 
 def test_busy_thread_shows_up_in_process_and_core_readings():
@@ -65,3 +65,9 @@ def test_users_own_cpu_percent_calls_do_not_disturb_readings(monkeypatch):
     reading = reader.read()
     assert reading.per_core_pct == (50.0, 50.0)
     assert reading.total_pct == 50.0
+
+
+def test_the_process_age_counts_from_the_process_start():
+    started = psutil.Process().create_time()
+    assert abs(process_age_s(now_s=lambda: started + 7.5) - 7.5) < 1e-6
+    assert 0.0 < process_age_s() < time.time() - started + 1.0

@@ -143,7 +143,7 @@ class Gathering:
         from pipediag.modes.warmup import settling_warmup
 
         state = self.state
-        settled = settling_warmup(self.clock_ns, self.rule.max_seconds)
+        settled = settling_warmup(self.clock_ns, self.rule.usual_seconds)
         synthetic = self.measure("synthetic", self.free_input(), True, first_step_is_compile=True,
                                  warmup_until=settled)
         warmup_note = settled.note()

@@ -115,7 +115,7 @@ def register(sub) -> None:
     depth.add_argument("--thorough", action="store_true", help="longer windows for the per-stage anatomy and the "
                        "per-change ablation, plus all-but-one ablation runs (slower)")
     depth.add_argument("--quick", action="store_true", help="the verdict and the slow stage only: no tuned mode, "
-                       "so no measured fixes, and each mode over at most 3 s (faster)")
+                       "so no measured fixes, and each mode over at most 3 s once it has 10 steps (faster)")
     add_output_arguments(d, save_alias=True)
 
 

@@ -36,8 +36,9 @@ def longer(rule: StopRule, factor: float = EDGE_WINDOW_FACTOR) -> StopRule:
     """The rule for measuring a mode again because a verdict reading sat within its spread of a
     threshold: a window `factor` times the cap, run to its end (the interval that let the first
     run stop early was tight enough for the mode, not for the decision). Bounded: once, 2x."""
-    seconds = rule.max_seconds * factor
-    return replace(rule, max_seconds=seconds, min_seconds=seconds, min_steps=int(rule.min_steps * factor))
+    seconds = rule.usual_seconds * factor
+    return replace(rule, max_seconds=seconds, min_seconds=seconds, min_steps=int(rule.min_steps * factor),
+                   soft_max_seconds=None)
 
 
 
@@ -162,7 +163,7 @@ class _ModeTimer:
             self.seen_shape()
             self.warmup_steps += 1
             if self.progress is not None:
-                self.progress(self.name, 0.0, rule.max_seconds, 0)
+                self.progress(self.name, 0.0, rule.usual_seconds, 0)
 
     def time(self) -> ModeRun:
         """Timed steps until the time cap, the step cap, stable timings, or a decision (`decided`)."""
@@ -187,9 +188,11 @@ class _ModeTimer:
             elapsed_s = (now - self.window_start) / 1e9
             n = len(wait)
             if self.progress is not None and now - last_progress_ns > 50_000_000:
-                self.progress(self.name, elapsed_s, rule.max_seconds, n)
+                self.progress(self.name, elapsed_s, rule.usual_seconds, n)
                 last_progress_ns = now
             if elapsed_s >= rule.max_seconds:
+                return self.finish("time_cap")
+            if rule.soft_max_seconds is not None and elapsed_s >= rule.soft_max_seconds and n >= rule.min_steps:
                 return self.finish("time_cap")
             if n >= rule.max_steps:
                 return self.finish("max_steps")

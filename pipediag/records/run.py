@@ -25,7 +25,8 @@ class StopRule:
     A mode given a `decided` condition (diagnose's pipeline and input_only modes, compared as they
     run with synthetic mode: verdict.sequential) may also stop once it holds, after
     `decide_min_seconds` and `min_steps`: the verdict needs its readings clear of its lines, not
-    each mode's own estimate pinned down.
+    each mode's own estimate pinned down. A rule with `soft_max_seconds` (--quick) also stops a
+    mode there once it has `min_steps`.
     """
 
     max_seconds: float = 10.0
@@ -37,6 +38,14 @@ class StopRule:
     rel_half_width: float = 0.05
     mean_rel_half_width: float = 0.10
     decide_min_seconds: float = 0.75
+    # --quick's cap: a mode that has timed min_steps stops here; one slower than that runs on, to
+    # max_seconds at most, until it has (a 1-batch/s pipeline would otherwise give 3 steps).
+    soft_max_seconds: float | None = None
+
+    @property
+    def usual_seconds(self) -> float:
+        """The window a mode of ordinary speed gets: the soft cap where there is one."""
+        return self.max_seconds if self.soft_max_seconds is None else min(self.soft_max_seconds, self.max_seconds)
 
     def __post_init__(self) -> None:
         if self.max_seconds <= 0 or self.min_steps < 1 or self.rel_half_width <= 0:

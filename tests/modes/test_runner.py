@@ -43,6 +43,20 @@ def test_noisy_steps_run_to_the_time_cap():
     assert (run.end_ns - run.start_ns) / 1e9 >= 1.0
 
 
+def test_a_soft_cap_stops_a_fast_mode_and_lets_a_slow_one_reach_its_steps():
+    """--quick's soft cap: noisy 1/30-ms steps stop at it (1 s), not at the 10-s cap; 400-ms steps
+    run past it until they have min_steps (4), well before the 10-s cap."""
+    rule = StopRule(max_seconds=10.0, min_seconds=0.1, min_steps=4, warmup_steps=0, soft_max_seconds=1.0)
+    clock = FakeClock()
+    pattern = iter([1, 30] * 100_000)
+    fast = run_mode("pipeline", feeder(clock, 0), stepper(clock, lambda: next(pattern)), rule, clock_ns=clock)
+    assert fast.stop_reason == "time_cap" and 1.0 <= (fast.end_ns - fast.start_ns) / 1e9 < 1.1
+    clock = FakeClock()
+    slow = run_mode("pipeline", feeder(clock, 0), stepper(clock, 400), rule, clock_ns=clock)
+    # 4 timed steps (the first, a new input shape, is held apart): 2 s, past the soft cap
+    assert slow.steps == 4 and 1.6 <= (slow.end_ns - slow.start_ns) / 1e9 <= 2.0, slow.stop_reason
+
+
 def test_input_only_mode_has_no_step_time():
     clock = FakeClock()
     rule = StopRule(max_seconds=5, min_seconds=0.1, min_steps=10, warmup_steps=1)

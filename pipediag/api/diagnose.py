@@ -84,7 +84,8 @@ def diagnose(
     thorough: longer windows for the anatomy and the ablation, and all-but-one ablation runs.
     quick: the verdict and the slow stage only: no tuned mode, so no measured fixes (the notes say
     so, and how to get them), and shorter windows (api.finish.quick_rule: each mode at most 3 s
-    once it has 10 steps, the anatomy's stages at most 0.5 s each). Diagnosis.phases says where the time went, either way.
+    once it has 10 steps, the anatomy's stages at most 0.5 s each). Diagnosis.phases says where
+    the time went, either way.
     stall_timeout_s: a batch or step that takes longer ends the run with status "stalled" (the
     modes measured before are kept); None: a deadline fitted to the slowest batch seen
     (modes.watchdog). The stuck call's thread is left behind: the CLI ends the process.

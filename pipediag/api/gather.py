@@ -233,9 +233,10 @@ class Gathering:
         state.running = "the anatomy"
         try:
             chain = self.prepared.chain  # a graph over 2 GiB: the user's Dataset objects are the cuts
+            waterfall_rule = THOROUGH if self.plan.thorough else QUICK if self.plan.quick else WaterfallRule()
             result = measure_anatomy(
                 PipelineGraph.from_dataset(self.dataset) if chain is None else chain, self.dataset.options(),
-                batch_size=state.element.batch_size, rule=THOROUGH if self.plan.thorough else QUICK if self.plan.quick else WaterfallRule(),
+                batch_size=state.element.batch_size, rule=waterfall_rule,
                 first_batch_s=self.prepared.first_batch_ns / 1e9, clock_ns=self.clock_ns, watchdog=self.watchdog,
             )
             state.stages, state.anatomy = tuple(result.stages), result.anatomy

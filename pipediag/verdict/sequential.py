@@ -132,12 +132,13 @@ class _AgainstFree:
         mode = rate_reading(step_ns)
         return None if mode is None else ratio_of(self.synthetic.rate, self.synthetic.interval, mode.rate, mode.interval)
 
+    def gap(self, step_ns: Sequence[int]):
+        """Synthetic mode's rate over this mode's (the fed step's slowdown), with its interval."""
+        return self._ratio(step_ns, free_over_mode=True)
+
 
 class PipelineDecided(_AgainstFree):
     """`decided(wait_ns, compute_ns)` for pipeline mode, against synthetic mode's rate."""
-
-    def gap(self, step_ns: Sequence[int]):
-        return self._ratio(step_ns, free_over_mode=True)
 
     def __call__(self, wait_ns: Sequence[int], compute_ns: Sequence[int]) -> bool:
         step_ns = [w + c for w, c in zip(wait_ns, compute_ns)]
@@ -204,21 +205,16 @@ class TunedDecided:
         return True
 
 
-class ContentionDecided:
+class ContentionDecided(_AgainstFree):
     """`decided(wait_ns, compute_ns)` for pipeline mode measured again after a contention reading
     straddled its line: against the new synthetic run's rate (`free`) and its step's own times
     (`free_compute_ns`), the contention rule is off its edge with both readings' intervals clear
     of the line by LINE_MARGIN, the second half of the window on the same side."""
 
     def __init__(self, free: RateReading, free_compute_ns: Sequence[int]):
-        self.free = free
+        super().__init__(free)
         self.free_compute = stats.median(free_compute_ns) if free_compute_ns else None
         self.free_compute_ci = stats.median_ci(free_compute_ns)
-        self.reason: str | None = None
-
-    def gap(self, step_ns: Sequence[int]):
-        mode = rate_reading(step_ns)
-        return None if mode is None else ratio_of(self.free.rate, self.free.interval, mode.rate, mode.interval)
 
     def step(self, compute_ns: Sequence[int]):
         if not compute_ns or not self.free_compute:

@@ -35,8 +35,10 @@ A contention reading that straddled its line is measured again, synthetic then p
 to back and longer (api.gather.measure_edges_again). The new pipeline run stops as soon as the
 contention rule (verdict.contention: both the fed step's slowdown and the step's own time beside
 the pipeline over alone held to GAP_SIGNIFICANT) can no longer be on its edge: one of the two
-readings settled below the line, or both above it, against the new synthetic run; otherwise it
-runs its longer window to the end, as before. Pure Python on plain numbers.
+readings settled below the line, or both above it, against the new synthetic run, "settled"
+meaning its interval no longer straddles the line (the test that sent it to be measured again,
+REMEASURE_MARGIN) and the second half of the window sits on the same side; otherwise it runs its
+longer window to the end, as before. Pure Python on plain numbers.
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ from pipediag.verdict.edges import ratio_interval
 
 LINE_MARGIN = 0.10  # an interval must miss a line by 10% of it (ratios)
 WAIT_MARGIN = 0.02  # ... and a wait share by 2 points of step time
+# A contention reading measured again is off its edge once its interval no longer straddles the
+# line: the test that sent it to be measured again (verdict.edges.Edge.straddles), with no margin.
+# With LINE_MARGIN a reading of 1.07x or 1.11x (the two re-measures of 2026-12-03 19:25) could
+# never stop before its window's end, although the verdict after that end reads the same point
+# value against the same line, with no margin either.
+REMEASURE_MARGIN = 0.0
 
 DecidedFn = Callable[[Sequence[int], Sequence[int]], bool]  # (wait_ns, compute_ns) so far -> decided
 
@@ -208,11 +216,13 @@ class TunedDecided:
 class ContentionDecided(_AgainstFree):
     """`decided(wait_ns, compute_ns)` for pipeline mode measured again after a contention reading
     straddled its line: against the new synthetic run's rate (`free`) and its step's own times
-    (`free_compute_ns`), the contention rule is off its edge with both readings' intervals clear
-    of the line by LINE_MARGIN, the second half of the window on the same side."""
+    (`free_compute_ns`), the contention rule is off its edge with the readings' intervals no
+    longer straddling the line (`margin`: REMEASURE_MARGIN), the second half of the window on the
+    same side."""
 
-    def __init__(self, free: RateReading, free_compute_ns: Sequence[int]):
+    def __init__(self, free: RateReading, free_compute_ns: Sequence[int], margin: float = REMEASURE_MARGIN):
         super().__init__(free)
+        self.margin = margin
         self.free_compute = stats.median(free_compute_ns) if free_compute_ns else None
         self.free_compute_ci = stats.median_ci(free_compute_ns)
 
@@ -234,7 +244,7 @@ class ContentionDecided(_AgainstFree):
                     "the step's own time beside the pipeline over alone": step[:3] + (late_step[0],)}
         sides = {}
         for what, (value, low, high, late) in readings.items():
-            if settled(low, high, value, late, line):
+            if settled(low, high, value, late, line, self.margin):
                 sides[what] = value >= line
         below = [what for what, above in sides.items() if not above]
         if below:

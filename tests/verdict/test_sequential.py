@@ -3,6 +3,7 @@
 import random
 
 from pipediag.verdict.sequential import (
+    LINE_MARGIN,
     ContentionDecided,
     InputOnlyDecided,
     PipelineDecided,
@@ -157,6 +158,17 @@ def test_a_step_slowed_well_past_the_line_on_both_readings_ends_it():
     decided = contention_decided()
     assert decided([10_000] * 40, noisy(16.0, 40, seed=13))
     assert "both settled above the 1.15x line" in decided.reason
+
+
+def test_a_reading_below_the_line_by_less_than_the_modes_margin_ends_it():
+    """The step 1.07x slower beside the pipeline, its interval below the 1.15x line but not by
+    LINE_MARGIN: the re-measure stops (the test that sent it to be measured again is met), where
+    the modes' 10% margin would have run the window to its end."""
+    compute = noisy(10.7, 200, seed=19)
+    decided = contention_decided()
+    assert decided([10_000] * 200, compute)
+    assert "settled below the 1.15x line" in decided.reason
+    assert not ContentionDecided(rate_reading(FREE_COMPUTE), FREE_COMPUTE, margin=LINE_MARGIN)([10_000] * 200, compute)
 
 
 def test_readings_on_the_line_measure_on():

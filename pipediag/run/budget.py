@@ -55,9 +55,19 @@ def fits(budget: StepBudget, rule: StopRule) -> bool:
     return budget.total >= needed(rule)
 
 
-def observe_cap(budget: StepBudget, rule: StopRule) -> int:
-    """Steps (warm-up included) after which the observation ends, stable or not."""
-    return max(window_minimum(rule), int(budget.total * OBSERVE_SHARE))
+def observe_cap(budget: StepBudget, rule: StopRule, warmup_steps: int | None = None) -> int:
+    """Steps (warm-up included) after which the observation ends, stable or not: OBSERVE_SHARE of
+    the script's steps. `warmup_steps`: the observation's own warm-up when it was longer than the
+    rule's (a first pass that fills a cache is warm-up): then the share is of the steps after it,
+    and at least `min_steps` of them, as long as the synthetic window keeps its minimum after the
+    observation. Without that, a 25-batch first epoch of a 75-step fit left the observation 5
+    timed steps of its 30 (the TF load-images tutorial, 2026-12-03): inconclusive."""
+    share = max(window_minimum(rule), int(budget.total * OBSERVE_SHARE))
+    if warmup_steps is None or warmup_steps <= rule.warmup_steps:
+        return share
+    after = warmup_steps + max(rule.min_steps, int((budget.total - warmup_steps) * OBSERVE_SHARE))
+    room = budget.total - window_minimum(rule) - MARGIN_STEPS  # the synthetic window's minimum after it
+    return max(share, min(after, room))
 
 
 def window_steps(left: int, rule: StopRule, windows_left: int, name: str) -> int:

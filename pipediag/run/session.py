@@ -212,11 +212,14 @@ class Session:
         """"max_steps" once the observation has used its share of a fit's known steps (never,
         when even the smallest plan cannot fit: then the whole fit is observed)."""
         observed = source.taken - self.budget_from
-        if self.budget_short is not None or observed < steps_budget.observe_cap(self.budget, self.plan.rule):
+        warmup = max(source.steps.warmup_steps, source.cache_pass or 0)  # a first pass filling a cache: warm-up
+        if self.budget_short is not None or observed < steps_budget.observe_cap(self.budget, self.plan.rule, warmup):
             return None
         if source.steps.steps <= source.steps.warmup_steps:
             return None
-        self.state.notes.append(f"the observation ended at its share of the script's steps ({observed}), "
+        after_fill = (f", counted after the first pass that filled the cache ({warmup} steps)"
+                      if warmup > self.plan.rule.warmup_steps else "")
+        self.state.notes.append(f"the observation ended at its share of the script's steps ({observed}{after_fill}), "
                                 "stable or not")
         return "max_steps"
 

@@ -36,6 +36,23 @@ def test_the_text_classification_tutorial_fits_with_shorter_windows():
     assert "1004" in plan_text(budget, RULE) and "2510" in plan_text(budget, RULE)
 
 
+def test_a_first_pass_that_fills_a_cache_is_not_charged_to_the_observations_share():
+    """The TF load-images tutorial on 2026-12-03: 3 epochs x 25 steps, the first epoch filling a
+    cache. The observation's 30 steps left 5 timed after the fill: inconclusive. Its share is of
+    the steps after the fill, and the synthetic window still has its minimum after it."""
+    budget = StepBudget(total=75, how="model.fit: 3 epoch(s) x 25 steps", steps_per_epoch=25, epochs=3)
+    assert observe_cap(budget, RULE) == 30
+    assert observe_cap(budget, RULE, warmup_steps=5) == 30  # the rule's own warm-up: as before
+    cap = observe_cap(budget, RULE, warmup_steps=25)
+    assert cap == 45  # 25 + max(20 timed, 40% of the 50 after the fill)
+    assert window_steps(75 - cap, RULE, 1, "synthetic window") >= RULE.warmup_steps + RULE.min_steps
+    # a fill so long that the timed steps would crowd out the synthetic window: bounded by its minimum
+    assert observe_cap(budget, RULE, warmup_steps=40) == 75 - 25 - 2
+    # a long fit: the share after the fill is the larger one
+    long = StepBudget(total=2510, how="model.fit: 10 epoch(s) x 251 steps", steps_per_epoch=251, epochs=10)
+    assert observe_cap(long, RULE, warmup_steps=251) == 251 + int((2510 - 251) * 0.4)
+
+
 def test_a_fit_too_short_for_any_plan_says_what_to_do():
     budget = StepBudget(total=40, how="model.fit: 2 epoch(s) x 20 steps", steps_per_epoch=20, epochs=2)
     assert not fits(budget, RULE)
@@ -71,6 +88,23 @@ def test_a_short_fit_is_planned_to_end_its_windows_in_time(tmp_path, monkeypatch
     assert any(n.startswith("the windows' step caps") for n in d.notes), d.notes
     used = d.runs["pipeline"].steps + d.runs["pipeline"].warmup_steps + d.runs["synthetic"].steps
     assert used < 240
+
+
+@pytest.mark.slow
+def test_a_short_fit_whose_first_epoch_fills_a_cache_still_times_the_observation(tmp_path, monkeypatch):
+    """3 epochs of 20 steps, the first filling the cache: the observation's share (24 steps) would
+    leave 4 timed after the fill; it is taken of the steps after the fill instead, and the
+    synthetic window still has enough steps for a verdict (10)."""
+    monkeypatch.setenv("EPOCHS", "3")
+    path = write(tmp_path, "fit.py", FIT.replace(".batch(16)  # 20", ".batch(16).cache()  # 20"))
+    result = run_here(path, observe_steps=None, rule=QUICK)
+    d = result.diagnosis
+    assert result.fault is None, (result.ending, result.fault, d.notes)
+    pipeline = d.runs.get("pipeline")
+    assert pipeline is not None and pipeline.warmup_steps == 20 and pipeline.steps >= QUICK.min_steps, d.notes
+    assert d.runs.get("synthetic") is not None and d.runs["synthetic"].steps >= QUICK.min_steps, d.notes
+    assert d.verdict is not None and d.verdict.bottleneck != "inconclusive", d.verdict
+    assert any("counted after the first pass that filled the cache (20 steps)" in n for n in d.notes), d.notes
 
 
 @pytest.mark.slow

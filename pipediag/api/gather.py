@@ -433,7 +433,8 @@ class Gathering:
                 result = run_mode(
                     name, next_batch, step_fn, mode_rule or self.rule, clock_ns=self.clock_ns,
                     progress=self.progress.mode, dispatch=dispatch,
-                    hideable_ns=self.hideable.get("ns") if dispatch else None, watchdog=self.watchdog, **kw,
+                    hideable_ns=self.hideable.get("ns") if dispatch else None, watchdog=self.watchdog,
+                    paused_ns=getattr(self.step, "paused_ns", None) if with_step else None, **kw,
                 )
             finally:
                 self.close_feed(name, next_batch, record)

@@ -67,6 +67,7 @@ def run_mode(
     hideable_ns: int | None = None,
     watchdog: Watchdog | None = None,
     decided: Callable[[list[int], list[int]], bool] | None = None,
+    paused_ns: Callable[[], int] | None = None,
 ) -> ModeRun:
     """Time one mode. `warmup_until`, if given, extends the warm-up until it returns True
     (bounded by `rule.warmup_max_seconds`), e.g. until a cache has been filled once.
@@ -83,13 +84,18 @@ def run_mode(
     back into the timings, with a note.
     `decided(wait_ns, compute_ns)`, if given, is asked at the same checkpoints as the stable rule,
     from `rule.decide_min_seconds` on: True ends the mode with stop_reason "decided"
-    (verdict.sequential: the readings that decide the verdict are clear of their lines)."""
+    (verdict.sequential: the readings that decide the verdict are clear of their lines).
+    `paused_ns` (Step.paused_ns), with `step`: the time the step's caller spent outside any step
+    (a script's validation between two window steps) is kept out of each step's time and of the
+    elapsed time the caps count, and the mode's notes say how much there was."""
     if dispatch is not None and step is not None:
         raise ValueError("give step or dispatch, not both")
     overlapped = Overlapped(clock_ns, next_batch, dispatch, hideable_ns) if dispatch is not None else None
-    clocked = overlapped or Clocked(clock_ns, next_batch, step)
+    paused_ns = paused_ns if step is not None and dispatch is None else None
+    clocked = overlapped or Clocked(clock_ns, next_batch, step, paused_ns=paused_ns)
     timer = _ModeTimer(name, clocked, overlapped, guarded(clocked, watchdog, name), rule, clock_ns, progress,
-                       hideable_ns, track_shapes=step is not None or dispatch is not None, decided=decided)
+                       hideable_ns, track_shapes=step is not None or dispatch is not None, decided=decided,
+                       paused_ns=paused_ns)
     try:
         timer.warm_up(first_step_is_compile, warmup_until)
         return timer.time()  # ends time_cap, max_steps or stable
@@ -111,10 +117,13 @@ class _ModeTimer:
     def __init__(self, name: str, clocked: Clocked, overlapped: Overlapped | None,
                  guarded: Callable[[Callable[[], Any]], Any], rule: StopRule, clock_ns: Callable[[], int],
                  progress: ProgressFn | None, hideable_ns: int | None, *, track_shapes: bool,
-                 decided: Callable[[list[int], list[int]], bool] | None = None) -> None:
+                 decided: Callable[[list[int], list[int]], bool] | None = None,
+                 paused_ns: Callable[[], int] | None = None) -> None:
         self.name, self.clocked, self.overlapped, self.guarded = name, clocked, overlapped, guarded
         self.rule, self.clock_ns, self.progress, self.hideable_ns = rule, clock_ns, progress, hideable_ns
         self.track_shapes, self.decided = track_shapes, decided
+        self.paused_ns = paused_ns or (lambda: 0)
+        self.paused_at_window_start = self.paused_ns()
         self.notes: list[str] = []
         self.first_step_ns: int | None = None
         self.warmup_steps = 0
@@ -171,6 +180,7 @@ class _ModeTimer:
         first_check_s = min(rule.min_seconds, rule.decide_min_seconds) if decided is not None else rule.min_seconds
         wait, compute = self.wait, self.compute
         self.window_start = self.clock_ns()
+        self.paused_at_window_start = self.paused_ns()
         last_check = 0
         last_progress_ns = 0
         while True:
@@ -185,7 +195,7 @@ class _ModeTimer:
                     self.fetch.append(f)
                     self.block.append(b)
             now = self.clock_ns()
-            elapsed_s = (now - self.window_start) / 1e9
+            elapsed_s = (now - self.window_start - (self.paused_ns() - self.paused_at_window_start)) / 1e9
             n = len(wait)
             if self.progress is not None and now - last_progress_ns > 50_000_000:
                 self.progress(self.name, elapsed_s, rule.usual_seconds, n)
@@ -256,6 +266,11 @@ class _ModeTimer:
             except Stalled as stall:
                 reason, error = "stalled", stall
         kept_ns = self.new_shape_steps()
+        paused_ns = self.paused_ns() - self.paused_at_window_start
+        if paused_ns >= 10_000_000 and self.wait:
+            self.notes.append(f"{paused_ns / 1e9:.2f} s of the window were spent outside any step (the loop's own work "
+                              "between steps: a validation pass, an epoch's end), kept out of the step times and the "
+                              "window's time cap")
         return ModeRun(
             name=self.name,
             start_ns=self.window_start,

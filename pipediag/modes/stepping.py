@@ -42,13 +42,17 @@ class Clocked:
     step: Callable[[Any], Any] | None
     doing: str = "fetch"  # what the last call was doing: "fetch" (a batch) or "step"; names a stall
     shape: Any = None  # the last batch's shapes (batch_shape)
+    paused_ns: Callable[[], int] | None = None  # Step.paused_ns: kept out of the step's time
 
     def one(self) -> tuple[int, int]:
         t0, t1, batch = self._fetch_timed()
+        paused0 = self.paused_ns() if self.paused_ns is not None else 0
         if self.step is not None:
             self.doing = "step"
             self._guard(lambda: self.step(batch))
         t2 = self.clock_ns()
+        if self.paused_ns is not None:
+            return t1 - t0, max(0, t2 - t1 - (self.paused_ns() - paused0))
         return t1 - t0, t2 - t1
 
     def drain(self) -> int:

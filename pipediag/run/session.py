@@ -73,7 +73,7 @@ class Session:
         self.fault: Fault | None = None
         self.windows_error: BaseException | None = None
         self.observed_by: str | None = None  # why the observation ended: stable, time_cap, max_steps
-        self.handoff = Handoff()
+        self.handoff = Handoff(self.clock_ns)
         self.state = DiagnoseRun(target=target)
         self.sampler = None
         self._first_request = True
@@ -180,9 +180,13 @@ class Session:
         return self.budget.total - (self.training.taken - self.budget_from) - self.handoff.steps
 
     def cut(self, source: Source) -> None:
+        """The loop's step ended, and what follows until its next request is no step (validation,
+        an epoch's end): cut out of the observed steps, paused in a window's."""
         now = self.clock_ns()
         source.steps.cut(now)
         source.after.cut(now)
+        if self.phase == WINDOWS and source is self.training:
+            self.handoff.pause()
 
     # -- a batch the loop asks for ------------------------------------------------------------------
     def take(self, source: Source, real_next) -> Any:

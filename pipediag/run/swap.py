@@ -7,13 +7,18 @@ loop's pending request for a batch (the loop is blocked in the tap's `__next__`)
 returns when the loop asks for its next batch, that is when the user's own step, callbacks and
 logging are done. While no step is asked for (the input-only mode, the anatomy, a cache fill) the
 loop stays paused inside its request. When the windows end, the loop gets "resume" (the real
-iterator again, where it was) or "stop".
+iterator again, where it was) or "stop". What the loop does between a step and its next request
+that is no step (Keras' validation pass and epoch end, which the fit hook marks: `Handoff.pause`)
+is kept out of the window's step times and time cap (`Handoff.paused_ns`): a 75-step fit whose
+epochs end with seconds of validation gave its synthetic window 7 steps in its 10 s, and no verdict.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -37,18 +42,42 @@ class LoopGone(KeyboardInterrupt):
 class Handoff:
     """The two ends of the inverted loop (SimpleQueues: C code that a signal interrupts cleanly)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock_ns: Callable[[], int] = time.monotonic_ns) -> None:
         self._to_loop: queue.SimpleQueue = queue.SimpleQueue()
         self._from_loop: queue.SimpleQueue = queue.SimpleQueue()
         self.gone = threading.Event()
         self.steps = 0
+        self._clock_ns = clock_ns
+        self._lock = threading.Lock()
+        self._paused_ns = 0
+        self._paused_since: int | None = None
 
     # the loop's side (the main thread, inside a tap's __next__)
     def request(self, step_done: bool) -> tuple[str, Any]:
         """The loop asks for a batch; `step_done`: its previous (window) step ends here."""
+        self._unpause()
         if step_done:
             self._from_loop.put(True)
         return self._to_loop.get()
+
+    def pause(self) -> None:
+        """The loop's step is over, but the loop does something that is no step before its next
+        request (Keras' validation, an epoch's end): that time, until the request, is paused."""
+        with self._lock:
+            if self._paused_since is None:
+                self._paused_since = self._clock_ns()
+
+    def _unpause(self) -> None:
+        with self._lock:
+            if self._paused_since is not None:
+                self._paused_ns += self._clock_ns() - self._paused_since
+                self._paused_since = None
+
+    def paused_ns(self) -> int:
+        """The loop's paused time so far (the modes' Step.paused_ns), a pause under way included."""
+        with self._lock:
+            ongoing = 0 if self._paused_since is None else self._clock_ns() - self._paused_since
+            return self._paused_ns + ongoing
 
     def loop_gone(self) -> None:
         self.gone.set()
@@ -71,7 +100,8 @@ def loop_step(handoff: Handoff, description: str, batch_format: str, framework: 
     """The user's loop as the modes' step: it returns when the loop asks for its next batch."""
     return Step(run=handoff.step,
                 info=StepInfo(kind="script_loop", description=description, batch_format=batch_format),
-                observed=lambda: Observed(framework, "the loop's next request for a batch"))
+                observed=lambda: Observed(framework, "the loop's next request for a batch"),
+                paused_ns=handoff.paused_ns)
 
 
 class Windows(Gathering):

@@ -37,6 +37,10 @@ class Step:
     # A tf.distribute strategy with several replicas: the step takes per-replica batches, and the
     # modes feed it through the strategy (modes.distributed). None: plain batches.
     strategy: Any = None
+    # The time the step's caller spent outside any step so far, in ns (a script's loop running
+    # Keras' validation or an epoch's end between two window steps: run.swap.Handoff): kept out of
+    # the step times and of the mode's time cap. None: every moment of a step is the step.
+    paused_ns: Callable[[], int] | None = None
 
     def described(self) -> StepInfo:
         """The description with what running it showed: its framework and how it was waited for."""

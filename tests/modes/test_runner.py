@@ -57,6 +57,33 @@ def test_a_soft_cap_stops_a_fast_mode_and_lets_a_slow_one_reach_its_steps():
     assert slow.steps == 4 and 1.6 <= (slow.end_ns - slow.start_ns) / 1e9 <= 2.0, slow.stop_reason
 
 
+def test_a_pause_outside_the_steps_is_kept_out_of_step_times_and_the_time_cap():
+    """A script's loop as the step (run.swap): every 10th step is followed by 3 s of validation
+    that is no step (Step.paused_ns). The steps read 10 ms, and the 1-s cap counts step time only,
+    so the window still has its ~100 steps; the note says how long the loop was away."""
+    clock = FakeClock()
+    paused = {"ns": 0, "steps": 0}
+
+    def step(batch):
+        clock.advance(10)
+        paused["steps"] += 1
+        if paused["steps"] % 10 == 0:  # the fit's validation after the step, before the next request
+            clock.advance(3000)
+            paused["ns"] += 3_000_000_000
+
+    rule = StopRule(max_seconds=1.0, min_seconds=10.0, min_steps=10, warmup_steps=2)
+    run = run_mode("synthetic", feeder(clock, 0), step, rule, clock_ns=clock, paused_ns=lambda: paused["ns"])
+    assert run.stop_reason == "time_cap"
+    assert set(run.compute_ns) == {10_000_000}
+    assert 95 <= run.steps <= 105
+    assert any("s of the window were spent outside any step" in n for n in run.notes), run.notes
+    # without paused_ns (diagnose's own steps) every moment of a step is the step
+    clock = FakeClock()
+    paused.update(ns=0, steps=0)
+    plain = run_mode("synthetic", feeder(clock, 0), step, rule, clock_ns=clock)
+    assert max(plain.compute_ns) >= 3_000_000_000 and plain.steps < 10
+
+
 def test_input_only_mode_has_no_step_time():
     clock = FakeClock()
     rule = StopRule(max_seconds=5, min_seconds=0.1, min_steps=10, warmup_steps=1)

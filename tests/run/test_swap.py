@@ -61,3 +61,36 @@ for batch in ds:
     assert "tuned" in d.modes and d.tuned_check is not None
     assert d.anatomy is not None
     assert d.tuning  # the planned changes, applied or with their reason
+
+
+VALIDATING_FIT = """
+x = np.random.rand(800, 8).astype(np.float32)
+y = (x.sum(axis=1) > 4).astype(np.float32)
+train = tf.data.Dataset.from_tensor_slices((x, y)).batch(16).repeat()
+
+def slow(a):
+    time.sleep(0.03)
+    return a
+
+val = tf.data.Dataset.from_tensor_slices((x[:160], y[:160])).batch(16).map(  # 10 batches: 0.3 s a pass
+    lambda a, b: (tf.ensure_shape(tf.numpy_function(slow, [a], tf.float32), [None, 8]), b))
+model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(16, activation="relu"),
+                             tf.keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+model.fit(train, validation_data=val, epochs=400, steps_per_epoch=50, verbose=0)
+"""
+
+
+@pytest.mark.slow
+def test_a_windows_steps_leave_out_the_fits_validation(tmp_path):
+    """Each epoch of 50 short steps ends with a 0.3-s validation pass. In the synthetic window that
+    time is no step: it stays out of the step times (each well under the pass) and the note says
+    how much there was."""
+    path = write(tmp_path, "validating.py", VALIDATING_FIT)
+    result = run_here(path)
+    d = result.diagnosis
+    assert result.fault is None and d.status == "complete", d.notes
+    synthetic = d.runs["synthetic"]
+    assert synthetic.steps >= 50, synthetic  # the window spans at least one epoch's end
+    assert max(synthetic.compute_ns) < 250_000_000, max(synthetic.compute_ns)
+    assert any("s of the window were spent outside any step" in n for n in synthetic.notes), synthetic.notes

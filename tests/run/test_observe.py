@@ -93,3 +93,23 @@ def test_a_first_pass_too_long_to_wait_for_is_not_waited_for():
         now += int(ms * MS)
     assert verdict == "stable" and source.cache_pass == 0 and source.cache_gave_up_s > 100
     assert any("would take about" in n for n in source.pipeline_run("stable").notes)
+
+
+def test_a_first_pass_is_projected_without_its_compile_step():
+    """469 cached batches of 30 ms after a 1.25-s first step (tracing): 15 s, waited for. Counting
+    the first step as one of the pass's, 2 s in projects 469 x 2.0 / 26 = 36 s, past the 30-s cap."""
+    from pipediag.backends.tf import tf
+
+    dataset = tf.data.Dataset.range(469 * 4).cache().batch(4)
+    source = Source(dataset=dataset, number=1, site=None)
+    rule = StopRule(max_seconds=60, min_seconds=1.0, min_steps=20, warmup_steps=5, warmup_max_seconds=30)
+    now, verdict = 0, None
+    for ms in [1250] + noisy(30, 700, 9):
+        source.steps.cut(now)
+        verdict = verdict or source.enough(rule, None, now)
+        source.steps.fetch_started(now)
+        source.steps.fetched(now + MS // 10)
+        now += int(ms * MS)
+    assert source.cache_gave_up_s is None and source.cache_pass == 469
+    run = source.pipeline_run(verdict)
+    assert run.warmup_steps == 469 and any("filled the cache" in n for n in run.notes), run.notes

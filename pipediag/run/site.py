@@ -2,12 +2,21 @@
 when the Dataset object was created (its ops are created in the same call).
 
 "The user's own code" is any frame whose file is neither pipediag's, nor the standard library's,
-nor an installed package's (site-packages: TensorFlow, Keras, their dependencies)."""
+nor an installed package's: the interpreter's library folders, the user site (`pip install
+--user`), any site-packages or dist-packages folder on sys.path, and wherever the frameworks
+themselves were imported from (FRAMEWORKS: TensorFlow, Keras, JAX and their helpers). The last
+matters where they are not in a site-packages folder (a folder on PYTHONPATH, a `pip install
+--target`, a vendored tree): on the H200, TensorFlow's GPU build in /tmp/site (2026-12-03) had
+Keras' and TensorFlow's own iterators hooked as the user's loops and every dataset "built at
+tensorflow/python/data/ops/dataset_ops.py:4520"."""
 
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
 import os
+import site
 import sys
 import sysconfig
 import weakref
@@ -15,8 +24,43 @@ from dataclasses import dataclass
 from typing import Any
 
 _PIPEDIAG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_LIBRARIES = tuple(sorted({os.path.abspath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
-                           if (p := sysconfig.get_paths().get(key))}))
+# Top-level packages whose frames are never the user's, wherever they are installed.
+FRAMEWORKS = ("tensorflow", "keras", "tf_keras", "tensorflow_datasets", "tensorflow_text", "tensorflow_io",
+              "jax", "jaxlib", "flax", "optax", "numpy", "absl", "optree", "tree", "torch")
+
+
+def _standard_paths() -> set[str]:
+    paths = {p for key in ("stdlib", "platstdlib", "purelib", "platlib") if (p := sysconfig.get_paths().get(key))}
+    try:
+        paths.add(site.getusersitepackages())
+    except (AttributeError, OSError):  # a stripped-down site module
+        pass
+    paths.update(p for p in sys.path if p and os.path.basename(os.path.normpath(p)) in ("site-packages", "dist-packages"))
+    return paths
+
+
+def _framework_paths(names: tuple[str, ...] = FRAMEWORKS) -> set[str]:
+    """Where each framework package is (found, not imported: find_spec of a top-level name)."""
+    paths = set()
+    for name in names:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None:
+            paths.update(spec.submodule_search_locations or ())
+    return paths
+
+
+def library_roots(standard: set[str] | None = None, frameworks: tuple[str, ...] = FRAMEWORKS) -> tuple[str, ...]:
+    """The folders whose files are no user's code, each ending in a separator."""
+    found = (_standard_paths() if standard is None else standard) | _framework_paths(frameworks)
+    return tuple(sorted({os.path.abspath(p) + os.sep for p in found}))
+
+
+@functools.lru_cache(maxsize=1)
+def _libraries() -> tuple[str, ...]:
+    return library_roots()
 
 
 @dataclass(frozen=True)
@@ -43,7 +87,7 @@ def is_user_file(filename: str) -> bool:
     if not filename or filename.startswith("<"):
         return False
     path = os.path.abspath(filename)
-    return not path.startswith(_PIPEDIAG) and not path.startswith(_LIBRARIES)
+    return not path.startswith(_PIPEDIAG) and not path.startswith(_libraries())
 
 
 def user_site(depth: int = 1) -> Site | None:

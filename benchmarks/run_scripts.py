@@ -134,11 +134,18 @@ def run_case(case: str, args: argparse.Namespace, has_run: tuple[bool, str]) -> 
         row["error"] = ("no train.py\nHINT: python scenarios/scripts/get_scripts.py "
                         "[--source-root REPO=DIR] writes the published scripts")
         return row
-    info = describe(builder)
+    try:
+        info = describe(builder)
+    except RuntimeError as exc:  # the builder does not load here: this case's row says why, the rest run
+        row["error"] = str(exc)
+        return row
     row["expected"] = info["expected"]
     with tempfile.TemporaryDirectory(prefix=f"pipediag-scripts-{case}-") as tmp, cpu_lock(args.lock):
         try:
             _run_both(case, script, builder, info, row, tmp, args, has_run)
+        except RuntimeError as exc:  # its data could not be made (make_data.py failed): say so in its row
+            row.setdefault("run", {"error": str(exc)})
+            row.setdefault("diagnose", {"error": str(exc)})
         finally:
             if args.keep:  # the two JSON reports, to read the evidence behind a verdict
                 os.makedirs(args.keep, exist_ok=True)

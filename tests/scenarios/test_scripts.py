@@ -5,6 +5,7 @@ each data maker writes what its script opens and each builder yields a batch.
 None of the scripts takes arguments (their epochs are fixed), so they are not run here: the
 benchmark runs them (`python benchmarks/run_scripts.py --plain`)."""
 
+import argparse
 import hashlib
 import importlib.util
 import json
@@ -93,6 +94,29 @@ def test_a_missing_run_command_is_said_not_faked():
     table = run_scripts.markdown([row], {"date": "d", "command": "x", "cpus": 2, "lock": None, "commit": "abc"})
     assert "not run: `pipediag run` is not in this pipediag" in table
     assert "compute, no stage, no fix (right)" in table
+
+
+def test_a_case_whose_data_cannot_be_made_gets_a_row_saying_why_and_the_rest_still_run(monkeypatch, tmp_path):
+    """On the H200 the GPU build's carry lacked tensorflow_datasets' helpers: make_data.py failed
+    for one case, and the whole benchmark used to stop there with nothing written."""
+    case = CASES[0]
+    monkeypatch.setattr(run_scripts, "CASES", str(tmp_path))
+    os.makedirs(tmp_path / case)
+    for name in ("train.py", "builder.py"):
+        (tmp_path / case / name).write_text("")
+    (tmp_path / case / "source.json").write_text("{}")
+    monkeypatch.setattr(run_scripts, "describe", lambda builder: {"expected": {"bottleneck": "input", "stage": None}})
+
+    def no_data(case_, root):
+        raise RuntimeError("make_data.py failed: ModuleNotFoundError: No module named 'promise'")
+
+    monkeypatch.setattr(run_scripts, "make_data", no_data)
+    args = argparse.Namespace(plain=False, lock=None, keep=None, timeout=1.0, max_seconds=1.0)
+    row = run_scripts.run_case(case, args, (True, ""))
+    assert row["agree"] is None
+    assert "No module named 'promise'" in row["run"]["error"]
+    table = run_scripts.markdown([row], {"date": "d", "command": "x", "cpus": 2, "lock": None, "commit": "abc"})
+    assert "not run: make_data.py failed" in table
 
 
 @pytest.mark.slow

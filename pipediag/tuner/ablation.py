@@ -75,7 +75,8 @@ class TuningOutcome:
 
 
 def _variant(name: str, role: str, keys: tuple[str, ...], run: ModeRun | None, summary: ModeSummary | None,
-             check: OutputCheck | None, fill_ns: int | None, error: str | None = None) -> pure.VariantResult:
+             check: OutputCheck | None, fill_ns: int | None, error: str | None = None,
+             full_window: bool = False) -> pure.VariantResult:
     return pure.VariantResult(
         name=name, role=role, changes=keys,
         batches_per_sec=None if summary is None else summary.batches_per_sec,
@@ -87,6 +88,7 @@ def _variant(name: str, role: str, keys: tuple[str, ...], run: ModeRun | None, s
         check_ok=None if check is None else check.ok,
         cache_fill_ms=None if fill_ns is None else fill_ns / 1e6,
         error=error,
+        full_window=full_window,
     )
 
 
@@ -121,7 +123,8 @@ def tune_with_ablation(
     keys = list(by_key)
     excluded: dict[str, str] = {}
 
-    def one(role: str, keys_: tuple[str, ...], name: str, run_name: str, run_rule: StopRule, decided=None):
+    def one(role: str, keys_: tuple[str, ...], name: str, run_name: str, run_rule: StopRule, decided=None,
+            full_window: bool = False):
         """Build and run one variant; (run, check, cache fill ns, its changes) or None."""
         tuned: TunedPipeline | None = build(plan, keys_, clock_ns, guard=guard)
         skipped = {c.key: c.reason or "could not be applied" for c in tuned.changes if c.key in keys_ and not c.applied}
@@ -135,7 +138,7 @@ def tune_with_ablation(
         run, firsts = run_variant(run_name, tuned.dataset, run_rule, **({"decided": decided} if decided else {}))
         check = reference.check(firsts, any(by_key[k].details.get("approximate") for k in applied if k in by_key))
         fill_ns, changes = tuned.cache_fill_ns, tuned.changes
-        out.variants.append(_variant(name, role, applied, run, summarize(run), check, fill_ns))
+        out.variants.append(_variant(name, role, applied, run, summarize(run), check, fill_ns, full_window=full_window))
         del tuned  # release the variant's pipeline (and its cache) before the next one is built
         gc.collect()
         return run, check, fill_ns, changes
@@ -166,6 +169,16 @@ def tune_with_ablation(
         out.changes = [excluded_change(c, excluded) for c in built]
     else:
         out.changes = [excluded_change(c, excluded) for c in plan.changes]
+
+    # A baseline too uncertain to show a gain the runs suggest: the control again, full window.
+    if result is not None and control_rule.max_seconds < rule.max_seconds:
+        why = pure.needs_full_control(pure.conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci,
+                                                    candidates, out.variants, short.max_seconds))
+        if why is not None:
+            if one("control", (), "control, full window: rebuilt, unchanged", "control full window", rule,
+                   full_window=True) is not None:
+                out.notes.append(f"{why}: the control ran again with the tuned run's window "
+                                 f"({rule.max_seconds:g} s), right after it, and every change is judged against that run")
 
     for keys_ in pure.plan_all_but(list(together), thorough):
         missing = next(k for k in together if k not in keys_)

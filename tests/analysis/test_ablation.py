@@ -8,6 +8,7 @@ from pipediag.analysis.ablation import (
     classify,
     conclude,
     left_out,
+    needs_full_control,
     plan_all_but,
     plan_alone,
 )
@@ -18,11 +19,13 @@ PREFETCH = ("prefetch@batch", "prefetch", "batch(32)")
 CACHE = ("cache@decode", "cache", "map(decode)")
 
 
-def variant(role, keys, rate, rel=0.03, check_ok=True, error=None):
+def variant(role, keys, rate, rel=0.03, check_ok=True, error=None, ci=None, full_window=False):
     return VariantResult(
         name=f"{role} {keys}", role=role, changes=tuple(keys),
-        batches_per_sec=rate, batches_per_sec_ci=None if rate is None else (rate * (1 - rel), rate * (1 + rel)),
+        batches_per_sec=rate,
+        batches_per_sec_ci=ci if ci is not None else None if rate is None else (rate * (1 - rel), rate * (1 + rel)),
         steps=100, stop_reason="stable", check="checked" if check_ok else "DIFFER", check_ok=check_ok, error=error,
+        full_window=full_window,
     )
 
 
@@ -148,3 +151,56 @@ def test_drift_between_the_two_control_runs_widens_every_interval():
     assert a.baseline_batches_per_sec == pytest.approx(55.0)
     assert a.baseline_ci == pytest.approx((50.0 * 0.97, 60.0 * 1.03))
     assert a.effect(MAP[0]).effect == "none"  # 56 vs a baseline somewhere in 48.5-61.8: not clear
+
+
+# real/tf_load_images on the 2-core machine, 2026-12-04 05:22 (diagnose --json): two 3-s controls
+# of a fed step that waits in bursts, the reduced decode and the cache alone, then together.
+DECODE = ("decode_reduced@map", "decode_reduced", "parallel_map(process_path)")
+LOAD_IMAGES = [
+    variant("control", [], 9.97, ci=(7.29, 15.75)),
+    variant("alone", [DECODE[0]], 9.94, ci=(7.50, 14.73)),
+    variant("alone", [CACHE[0]], 14.82, ci=(13.55, 16.36)),
+    variant("control", [], 10.89, ci=(7.94, 17.32)),
+    variant("together", [DECODE[0], CACHE[0]], 13.01, ci=(12.36, 13.74)),
+]
+
+
+def test_a_gain_hidden_by_the_short_controls_asks_for_a_full_window_control():
+    a = conclude(9.6, (8.0, 11.9), [DECODE, CACHE], LOAD_IMAGES, window_s=3.0)
+    assert a.effect(CACHE[0]).effect == "none" and a.effect(CACHE[0]).speedup == pytest.approx(14.82 / 10.43, rel=1e-3)
+    why = needs_full_control(a)
+    assert why is not None and "cache ran 1.42x the control" in why and "7.3-17.3" in why
+
+
+def test_the_full_window_control_alone_is_the_baseline_once_it_ran():
+    full = variant("control", [], 10.2, ci=(9.5, 11.0), full_window=True)
+    a = conclude(9.6, (8.0, 11.9), [DECODE, CACHE], LOAD_IMAGES + [full], window_s=3.0)
+    assert a.baseline_batches_per_sec == 10.2 and a.baseline_ci == (9.5, 11.0)
+    assert a.effect(CACHE[0]).effect == "gain"  # 13.55 / 11.0 > 1
+    assert a.effect(DECODE[0]).effect == "none"  # its own run is the wide one
+    assert needs_full_control(a) is None  # decided, or undecided for its own run's width
+
+
+def test_no_full_window_control_where_it_could_not_decide_anything():
+    # the changes' own runs are the wide ones: a longer control would not narrow their intervals
+    wide_runs = [variant("control", [], 10.0, ci=(9.6, 10.4)), variant("alone", [CACHE[0]], 11.0, ci=(7.0, 16.0)),
+                 variant("alone", [DECODE[0]], 10.1), variant("control", [], 10.1, ci=(9.7, 10.5)),
+                 variant("together", [DECODE[0], CACHE[0]], 11.5, ci=(7.0, 17.0))]
+    assert needs_full_control(conclude(9.6, (8.0, 11.9), [DECODE, CACHE], wide_runs, window_s=3.0)) is None
+    # no promising gain at all: nothing to decide
+    flat = [variant("control", [], 10.0, ci=(7.0, 15.0)), variant("alone", [CACHE[0]], 10.2),
+            variant("alone", [DECODE[0]], 9.9), variant("together", [DECODE[0], CACHE[0]], 10.3)]
+    assert needs_full_control(conclude(9.6, (8.0, 11.9), [DECODE, CACHE], flat, window_s=3.0)) is None
+    # clear gains: decided already
+    clear = [variant("control", [], 10.0, ci=(9.0, 11.0)), variant("alone", [CACHE[0]], 15.0),
+             variant("alone", [DECODE[0]], 10.0), variant("together", [DECODE[0], CACHE[0]], 15.5)]
+    assert needs_full_control(conclude(9.6, (8.0, 11.9), [DECODE, CACHE], clear, window_s=3.0)) is None
+    # no control ran (an older saved diagnosis): pipeline mode is the baseline, nothing to re-run
+    no_control = [v for v in LOAD_IMAGES if v.role != "control"]
+    assert needs_full_control(conclude(9.6, (8.0, 11.9), [DECODE, CACHE], no_control, window_s=3.0)) is None
+
+
+def test_a_saved_variant_without_the_full_window_flag_still_loads():
+    d = LOAD_IMAGES[0].to_dict()
+    del d["full_window"]
+    assert VariantResult.from_dict(d).full_window is False

@@ -76,7 +76,10 @@ def test_each_change_gets_its_own_measured_speedup():
         plan, baseline=baseline, reference=Reference(firsts, deterministic, why), run_variant=run,
         summarize=lambda r: summarize(r, NO_SAMPLES), rule=RULE,
     )
-    assert [v.role for v in outcome.variants] == ["control", "alone", "alone", "control", "together"]
+    roles = [v.role for v in outcome.variants]
+    assert roles[:5] == ["control", "alone", "alone", "control", "together"]
+    # a sixth run only where the short controls left a suggested gain undecided (needs_full_control)
+    assert roles[5:] in ([], ["control"]) and all(v.full_window for v in outcome.variants[5:])
     assert all(v.check_ok for v in outcome.variants), [v.check for v in outcome.variants]
     assert outcome.tuned_check.text.startswith("checked: first 3 batch(es) equal the original's")
 
@@ -136,3 +139,38 @@ def test_only_the_tuned_run_gets_a_decided_condition_against_the_control():
     assert seen["decided"]["control"] is None and seen["decided"]["tuned"] is not None
     assert seen["reference"] == (control.batches_per_sec, control.batches_per_sec_ci)  # what conclude() divides by
     assert control.stop_reason != "decided" and tuned.stop_reason == "decided"
+
+
+@pytest.mark.slow
+def test_an_undecided_gain_gets_the_control_again_with_the_tuned_runs_window(monkeypatch):
+    """When the short controls leave a gain undecided (analysis.ablation.needs_full_control,
+    tested on numbers in tests/analysis/test_ablation.py), the control runs once more right after
+    the tuned run with its full window, and conclude() judges every change against that run."""
+    import pipediag.analysis.ablation as pure
+
+    ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
+    baseline_run, firsts = run("pipeline", ds, RULE)
+    baseline = summarize(baseline_run, NO_SAMPLES)
+    plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
+    assert len(plan.candidates) == 2
+    monkeypatch.setattr(pure, "needs_full_control", lambda ablation: "scripted: the controls were too wide")
+    rules = {}
+
+    def run_recording(name, dataset, rule, decided=None):
+        rules[name] = rule.max_seconds
+        return run(name, dataset, rule, decided)
+
+    rule = replace(RULE, max_seconds=4.0)  # longer than the alone runs' window (3 s)
+    outcome = tune_with_ablation(
+        plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run_recording,
+        summarize=lambda r: summarize(r, NO_SAMPLES), rule=rule,
+    )
+    last = outcome.variants[-1]
+    assert [v.role for v in outcome.variants] == ["control", "alone", "alone", "control", "together", "control"]
+    assert last.full_window and not any(v.full_window for v in outcome.variants[:-1])
+    assert rules["control full window"] == 4.0 and rules["control"] == 3.0
+    assert any("scripted: the controls were too wide: the control ran again" in n for n in outcome.notes)
+    candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
+    ablation = conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci, candidates, outcome.variants,
+                        outcome.window_s)
+    assert ablation.baseline_batches_per_sec == last.batches_per_sec and ablation.baseline_ci == last.batches_per_sec_ci

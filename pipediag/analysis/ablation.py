@@ -7,8 +7,9 @@ before the alone runs and again right after them, with the same short window. Th
 shared machine drifts by 10-15% between windows seconds apart, more than one window's own
 interval shows, so the baseline is measured next to what it is compared with, and its interval
 spans both control runs: drift during the ablation widens every interval instead of passing for
-an effect. A single change has no alone runs (the tuned run is that change alone), and still gets
-its control, run right before the tuned run: the rebuild alone changes a pipeline's speed (a
+an effect. Where those short windows leave a gain undecided, the control runs again with the full
+window and is the baseline alone (`needs_full_control`). A single change has no alone runs (the
+tuned run is that change alone), and still gets its control, run right before the tuned run: the rebuild alone changes a pipeline's speed (a
 graph rebuilt with `DatasetFromGraph` ran 1.05-1.17x the same pipeline built in Python under
 autotune; docs/patch.md), so pipeline mode is no baseline for a rebuilt variant. Pipeline mode is
 the baseline only where no control ran (an older saved diagnosis, an interrupted one).

@@ -294,21 +294,22 @@ class Gathering:
             reference = None if skipped else self.reference()
         if skipped:
             return
-        state.tuning_outcome = TuningOutcome(changes=list(plan.changes))
+        state.tuning_outcome = outcome = TuningOutcome(changes=list(plan.changes))
         try:
             with state.phases.phase("variant_builds"):  # the variants' own runs are booked apart (run_variant)
-                outcome = tune_with_ablation(
+                tune_with_ablation(
                     plan, baseline=measured, reference=reference, run_variant=self.run_variant,
                     summarize=lambda r: summarize(r, self.sampler.log()), rule=self.rule,
-                    thorough=self.plan.thorough, outcome=state.tuning_outcome, clock_ns=self.clock_ns,
+                    thorough=self.plan.thorough, outcome=outcome, clock_ns=self.clock_ns,
                     guard=self.watchdog.call, tuned_decided=self.tuned_decided,
                 )
         except Stalled as stall:  # filling a variant's cache (a stall in a variant's mode is a RunStalled)
             raise self.stalled("tuned", stall, reads_pipeline=False) from None
-        state.tuning = tuple(outcome.changes)
-        state.notes.extend(outcome.notes)
-        state.cache_fill_ms = None if outcome.cache_fill_ns is None else outcome.cache_fill_ns / 1e6
-        state.tuned_check = None if outcome.tuned_check is None else outcome.tuned_check.text
+        finally:  # what ran is kept, also when a later run could not (pipediag run: the script's steps ran out)
+            state.tuning = tuple(outcome.changes)
+            state.notes.extend(outcome.notes)
+            state.cache_fill_ms = None if outcome.cache_fill_ns is None else outcome.cache_fill_ns / 1e6
+            state.tuned_check = None if outcome.tuned_check is None else outcome.tuned_check.text
 
     def plan_tuned(self):
         """The tuning plan for the user's pipeline, and pipeline mode's summary (the ablation's baseline)."""

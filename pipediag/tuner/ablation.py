@@ -11,7 +11,9 @@ change and nothing else (not the rebuild, not the window, not minutes of drift).
 gives the alone runs the full window too, and adds all-but-one runs when there are three or more
 changes. Each variant's pipeline (and its in-memory cache) is released before the next one is
 built. The tuned run may stop early once its speedup is clear of the gain lines
-(verdict.sequential.TunedDecided; not under --thorough).
+(verdict.sequential.TunedDecided; not under --thorough). When the short controls leave a gain
+undecided (analysis.ablation.needs_full_control), the control runs once more after the tuned run,
+with its full window, and is the baseline from then on.
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ def tune_with_ablation(
         why = pure.needs_full_control(pure.conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci,
                                                     candidates, out.variants, short.max_seconds))
         if why is not None:
-            if one("control", (), "control, full window: rebuilt, unchanged", "control full window", rule,
+            if one("control", (), "control, full window: rebuilt, unchanged", "control full", rule,
                    full_window=True) is not None:
                 out.notes.append(f"{why}: the control ran again with the tuned run's window "
                                  f"({rule.max_seconds:g} s), right after it, and every change is judged against that run")

@@ -168,7 +168,7 @@ def test_an_undecided_gain_gets_the_control_again_with_the_tuned_runs_window(mon
     last = outcome.variants[-1]
     assert [v.role for v in outcome.variants] == ["control", "alone", "alone", "control", "together", "control"]
     assert last.full_window and not any(v.full_window for v in outcome.variants[:-1])
-    assert rules["control full window"] == 4.0 and rules["control"] == 3.0
+    assert rules["control full"] == 4.0 and rules["control"] == 3.0
     assert any("scripted: the controls were too wide: the control ran again" in n for n in outcome.notes)
     candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
     ablation = conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci, candidates, outcome.variants,

@@ -5,8 +5,11 @@
 #
 #     bash benchmarks/tf_gpu/run_scripts.sh OUT CASE...
 #
-# Needs scenarios/scripts/CASE/train.py (not in git: carry them) and, for tf_distribute_keras
-# (its TensorBoard callback), TensorBoard on PYTHONPATH: EXTRA_PYTHONPATH=DIR. Writes
+# Needs scenarios/scripts/CASE/train.py (not in git: carry them) and, on EXTRA_PYTHONPATH=DIR,
+# TensorBoard (tf_distribute_keras' callback) and the tensorflow_datasets helpers the GPU build's
+# carry lacks (the data makers of tf_load_images and tf_distribute_keras call tfds.builder), made
+# here with `pip install --no-deps --target DIR tensorboard tensorboard-data-server markdown
+# werkzeug markupsafe promise six importlib_resources zipp` (35 MB, one carry). Writes
 # OUT/run-scripts-gpu.{md,json}, OUT/keep/ (both JSON reports of each case), OUT/log.txt and
 # OUT/gpu.txt (nvidia-smi's name, driver and memory).
 set -uo pipefail

@@ -135,12 +135,35 @@ class Windows(Gathering):
                 self.state.notes.append(
                     f"your loop takes its batches from {self.source.iterator_text()}: the input_only window and the "
                     "hand-over were read through one of the same kind, so its cost per batch is in both")
+                self.distributed_cost()
         if self.source.batch_format in ("tf", "keras-jax"):
             self.handover()
         if self.plan.anatomy and self.graph is not None and "input_only" in self.plan.modes:
             self.anatomy()
         if "tuned" in self.plan.modes and self.graph is not None:
             self.tuned()
+
+    def distributed_cost(self) -> None:
+        """The pipeline alone once more, through a plain tf.data iterator (not recorded as a mode):
+        what the loop's distributed iterator adds to every batch, said in a note."""
+        from pipediag.analysis.handover import distributed_iterator_text
+        from pipediag.analysis.modes import summarize
+
+        feed = BatchFeed(self.dataset, "tf")
+        try:
+            plain = self.measure("input_only", self.paused_feed(feed), False, record=False)
+        finally:
+            feed.close()
+        log = self.sampler.log()
+        through = summarize(self.state.runs["input_only"], log).batches_per_sec
+        pipeline = self.state.runs.get("pipeline")
+        loop = summarize(pipeline, log) if pipeline is not None else None
+        wait_ms = None if loop is None or not loop.batches_per_sec or loop.input_wait_frac is None \
+            else loop.input_wait_frac * 1e3 / loop.batches_per_sec
+        text = distributed_iterator_text(through, summarize(plain, log).batches_per_sec,
+                                         self.source.iterator_text(), wait_ms)
+        if text is not None:
+            self.state.notes.append(text)
 
     def measure(self, name: str, next_batch, with_step: bool, mode_rule: StopRule | None = None,
                 record: bool = True, **kw) -> ModeRun:

@@ -81,7 +81,9 @@ observe.DistributedFeed = Watched
 result = run_here(sys.argv[1], modes=("synthetic", "pipeline", "input_only"))
 h = result.diagnosis.handover
 notes = [n for n in result.diagnosis.notes if "input_only window and the hand-over were read through" in n]
-print(json.dumps({"through": h and h.through, "batches": h and h.batches, "seen": seen, "notes": notes}))
+cost = [n for n in result.diagnosis.notes if "through a plain tf.data iterator" in n]
+print(json.dumps({"through": h and h.through, "batches": h and h.batches, "seen": seen, "notes": notes,
+                  "cost": cost}))
 """
 
 
@@ -102,3 +104,5 @@ def test_the_hand_over_of_a_mirrored_loop_is_timed_through_its_distributed_itera
     # every timed hand-over (and its warm-up) was a batch split over the 2 replicas by that iterator
     assert got["batches"] and len(got["seen"]) >= got["batches"] and set(got["seen"]) == {2}
     assert len(got["notes"]) == 1 and "MirroredStrategy, 2 replica(s)" in got["notes"][0]
+    # and the pipeline alone once more through a plain iterator: what the distributed one adds to a batch
+    assert len(got["cost"]) == 1 and "batches/s through the distributed iterator of" in got["cost"][0], got["cost"]

@@ -33,13 +33,19 @@ class Handover:
     batch_format: str
     transfer_text: str  # how the device copy was made, or why none was
     through: str | None = None  # the distributed iterator the batch came through (a tf.distribute loop); None: a plain one
+    # `pipediag run` on a loop over a distributed dataset: the user's pipeline alone read through a
+    # plain tf.data iterator (batches/s and its 95% interval), beside the input_only window read
+    # through `through`. None where not read (diagnose, a plain loop). Their difference is what the
+    # distributed iterator costs the loop for each batch of this pipeline (verdict.handover_edge).
+    plain_batches_per_sec: float | None = None
+    plain_batches_per_sec_ci: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Handover:
-        return cls(**with_tuples(d, ("ms_mean_ci", "fetch_ms_mean_ci")))
+        return cls(**with_tuples(d, ("ms_mean_ci", "fetch_ms_mean_ci", "plain_batches_per_sec_ci")))
 
 
 def _ms_ci(values: tuple[int, ...]) -> tuple[float, float] | None:

@@ -234,7 +234,7 @@ def code(kind: str, stage: str | None, **details) -> str:
     if kind == "decode_crop":
         return _decode_crop_code(stage, fn, details)
     if kind in STEP_KINDS:
-        return step_code(kind, details.get("framework"))
+        return details.get("code") or step_code(kind, details.get("framework"))
     pipeline = _pipeline_code(kind, stage, fn, details)
     if pipeline is not None:
         return pipeline

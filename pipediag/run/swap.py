@@ -114,6 +114,7 @@ class Windows(Gathering):
         super().__init__(state, sampler, options, plan, progress, watchdog)
         self.source, self.handoff, self.steps_left = source, handoff, steps_left
         self.caps: dict[str, int] = {}  # the step caps the script's steps set on the windows
+        self.plain_read = None  # analysis.modes.ModeSummary: a distributed loop's pipeline alone, plain iterator
 
     def run(self, builder=None) -> None:
         self.prepare_windows()
@@ -138,6 +139,7 @@ class Windows(Gathering):
                 self.distributed_cost()
         if self.source.batch_format in ("tf", "keras-jax"):
             self.handover()
+            self.with_plain_read()
         if self.plan.anatomy and self.graph is not None and "input_only" in self.plan.modes:
             self.anatomy()
         if "tuned" in self.plan.modes and self.graph is not None:
@@ -160,10 +162,19 @@ class Windows(Gathering):
         loop = summarize(pipeline, log) if pipeline is not None else None
         wait_ms = None if loop is None or not loop.batches_per_sec or loop.input_wait_frac is None \
             else loop.input_wait_frac * 1e3 / loop.batches_per_sec
-        text = distributed_iterator_text(through, summarize(plain, log).batches_per_sec,
-                                         self.source.iterator_text(), wait_ms)
+        self.plain_read = summarize(plain, log)
+        text = distributed_iterator_text(through, self.plain_read.batches_per_sec, self.source.iterator_text(), wait_ms)
         if text is not None:
             self.state.notes.append(text)
+
+    def with_plain_read(self) -> None:
+        """The hand-over gets the pipeline alone read through a plain iterator, where it was read:
+        the verdict's hand-over edge tells the distributed iterator's cost from the pipeline's by it."""
+        plain = self.plain_read
+        if plain is None or self.state.handover is None or not plain.batches_per_sec:
+            return
+        self.state.handover = replace(self.state.handover, plain_batches_per_sec=plain.batches_per_sec,
+                                      plain_batches_per_sec_ci=plain.batches_per_sec_ci)
 
     def measure(self, name: str, next_batch, with_step: bool, mode_rule: StopRule | None = None,
                 record: bool = True, **kw) -> ModeRun:

@@ -11,6 +11,14 @@ free step, called "input (high)"). The wait is the hand-over when both hold:
   end of the hand-over's get_next and conversion): its own work then hides behind its prefetch;
 - the mean wait per step in pipeline mode is at most HANDOVER_WAIT_MARGIN (2x) the upper end of
   the interval of an already-produced batch's get_next and conversion.
+A loop over a tf.distribute dataset (`pipediag run`) takes each batch through the strategy's
+distributed iterator, whose get_next on the loop's thread costs more for a real pipeline than for
+the cached batch the hand-over is timed on (on the H200, 2026-12-04: a pipeline that ran 3,117
+batches/s through a plain iterator ran 301 through MirroredStrategy's on one GPU, 3.3 ms a batch,
+and the loop waited 2.9 ms a step). There `run` reads the pipeline alone both ways: when the plain
+read clearly outruns the free step (INPUT_HEADROOM, interval above 1), the pipeline keeps up, and
+the time a batch took through the distributed iterator is the hand-over for this pipeline: the
+margin above is taken on the larger of it and the ready batch's get_next.
 Then the input rules do not apply. When that wait is >= INPUT_WAIT_HIGH (20%) of the time (the
 TensorFlow profiler's "highly input-bound" line, now paid to the hand-over), the verdict is
 **host** at the hand-over; below, the verdict falls through to the step's rules with the
@@ -29,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipediag.analysis.handover import Handover
-from pipediag.analysis.modes import ModeSummary, rate_ratio
+from pipediag.analysis.modes import ModeSummary, rate_ratio, ratio_of
 from pipediag.records.verdict import Verdict, lower
 from pipediag.verdict import thresholds as T
 
@@ -71,26 +79,75 @@ def handover_edge(synthetic: ModeSummary, pipeline: ModeSummary, input_only: Mod
     # behind its prefetch, and what input_only timed is the hand-over itself.
     alone_ms = 1e3 / input_only.batches_per_sec if input_only.batches_per_sec else None
     as_fast = alone_ms is not None and alone_ms <= T.GAP_SIGNIFICANT * fetch_high
+    # Or (pipediag run, a loop over a distributed dataset) the pipeline read through a plain
+    # iterator keeps up, and input_only, read through the loop's distributed iterator, took longer a
+    # batch: that time is the iterator's work for each batch on the loop's thread (get_next of the
+    # distributed dataset), paid whatever the pipeline does: the hand-over, for this pipeline.
+    through_ms = _distributed_handover_ms(handover, synthetic, alone_ms)
+    bound = fetch_high if through_ms is None else max(fetch_high, through_ms)
     wait_ms = wait * 1e3 / pipeline.batches_per_sec
-    explains = (outruns or as_fast) and wait_ms <= T.HANDOVER_WAIT_MARGIN * fetch_high
+    explains = (outruns or as_fast or through_ms is not None) and wait_ms <= T.HANDOVER_WAIT_MARGIN * bound
     facts = {**handover_facts(handover, synthetic), "pipeline_wait_ms": wait_ms}
+    if through_ms is not None:
+        facts["distributed_handover_ms"] = through_ms
     if not explains:
         return HandoverEdge(False, False, (), facts)
-    copy = (f" + {handover.transfer_ms_mean:.3f} ms device copy" if handover.transfer_ms_mean is not None
-            else f" ({handover.transfer_text})")
-    through = f" through {handover.through}" if handover.through else ""
-    evidence = (
-        f"handing over a batch that is already made{through} costs {handover.ms_mean:.3f} ms "
-        f"({handover.fetch_ms_mean:.3f} ms get_next and conversion to {handover.batch_format}{copy}, "
-        f"{handover.batches} timed): the step waited {wait_ms:.3f} ms per batch in pipeline mode, no more than "
-        f"{T.HANDOVER_WAIT_MARGIN:g}x that, while the pipeline alone "
-        + (f"ran {headroom.value:.2f}x the step's free rate" if outruns else
-           f"took {alone_ms:.3f} ms a batch, no more than the hand-over itself")
-        + ": the wait is the hand-over, not the pipeline; a faster pipeline cannot remove it",
-    )
+    if through_ms is not None and through_ms > fetch_high:  # the distributed read set the bound
+        evidence = (_distributed_evidence(handover, synthetic, through_ms, wait_ms),)
+    else:
+        copy = (f" + {handover.transfer_ms_mean:.3f} ms device copy" if handover.transfer_ms_mean is not None
+                else f" ({handover.transfer_text})")
+        through = f" through {handover.through}" if handover.through else ""
+        if outruns:
+            keeps_up = f"ran {headroom.value:.2f}x the step's free rate"
+        elif as_fast:
+            keeps_up = f"took {alone_ms:.3f} ms a batch, no more than the hand-over itself"
+        else:
+            keeps_up = (f"ran {_plain_headroom(handover, synthetic).value:.2f}x the step's free rate through a plain "
+                        "tf.data iterator")
+        evidence = (
+            f"handing over a batch that is already made{through} costs {handover.ms_mean:.3f} ms "
+            f"({handover.fetch_ms_mean:.3f} ms get_next and conversion to {handover.batch_format}{copy}, "
+            f"{handover.batches} timed): the step waited {wait_ms:.3f} ms per batch in pipeline mode, no more than "
+            f"{T.HANDOVER_WAIT_MARGIN:g}x that, while the pipeline alone {keeps_up}"
+            ": the wait is the hand-over, not the pipeline; a faster pipeline cannot remove it",
+        )
     host = wait >= T.INPUT_WAIT_HIGH
     facts = {**facts, "wait_is_handover": True, **({"host_limit": HOST_LIMIT_HANDOVER} if host else {})}
     return HandoverEdge(True, host, evidence, facts)
+
+
+def _plain_headroom(handover: Handover, synthetic: ModeSummary):
+    """The pipeline alone through a plain iterator over the free step's rate (Ratio), or None."""
+    return ratio_of(handover.plain_batches_per_sec, handover.plain_batches_per_sec_ci,
+                    synthetic.batches_per_sec, synthetic.batches_per_sec_ci)
+
+
+def _distributed_handover_ms(handover: Handover, synthetic: ModeSummary, alone_ms: float | None) -> float | None:
+    """Milliseconds a batch of the pipeline took through the loop's distributed iterator (input_only
+    read through it), when the same pipeline through a plain iterator clearly outran the free step
+    (>= INPUT_HEADROOM, its interval above 1) and the distributed read was the slower: then that
+    time is the iterator's, not the pipeline's. None otherwise (no distributed read, or the
+    pipeline itself does not keep up)."""
+    if handover.through is None or alone_ms is None:
+        return None
+    plain = _plain_headroom(handover, synthetic)
+    if plain is None or plain.value < T.INPUT_HEADROOM or not plain.clearly_above_one:
+        return None
+    plain_ms = 1e3 / handover.plain_batches_per_sec
+    return alone_ms if alone_ms > plain_ms else None
+
+
+def _distributed_evidence(handover: Handover, synthetic: ModeSummary, through_ms: float, wait_ms: float) -> str:
+    plain = _plain_headroom(handover, synthetic)
+    return (
+        f"the pipeline alone ran {handover.plain_batches_per_sec:.0f} batches/s through a plain tf.data iterator "
+        f"({plain.value:.2f}x the step's free rate) and {1e3 / through_ms:.0f} through {handover.through}: each batch "
+        f"taken through {handover.through} costs {through_ms:.3f} ms of work on your loop's thread, whatever the "
+        f"pipeline does; the step waited {wait_ms:.3f} ms per batch in pipeline mode, no more than "
+        f"{T.HANDOVER_WAIT_MARGIN:g}x that: the wait is the hand-over through the distributed iterator, not the "
+        "pipeline; a faster pipeline cannot remove it"
+    )
 
 
 def host_edge_verdict(edge: HandoverEdge, synthetic: ModeSummary, handover: Handover, noisy: bool) -> tuple[str, str]:
@@ -101,6 +158,12 @@ def host_edge_verdict(edge: HandoverEdge, synthetic: ModeSummary, handover: Hand
     confidence = "high" if gpu_idle else "medium"
     if noisy:
         confidence = lower(confidence)
+    through_ms = edge.facts.get("distributed_handover_ms")
+    if through_ms is not None and through_ms > handover.ms_mean:
+        step_ms = 1e3 / synthetic.batches_per_sec if synthetic.batches_per_sec else None
+        size = f", {through_ms / step_ms:.2f}x the free step" if step_ms else ""
+        return confidence, (f"host-bound at the hand-over: taking each batch through {handover.through} costs "
+                            f"{through_ms:.3f} ms{size}; the pipeline keeps up")
     share = edge.facts.get("handover_over_free_step")
     size = f", {share:.2f}x the free step" if share is not None else ""
     return confidence, (f"host-bound at the hand-over: giving each batch to the step costs {handover.ms_mean:.3f} ms"

@@ -83,7 +83,7 @@ h = result.diagnosis.handover
 notes = [n for n in result.diagnosis.notes if "input_only window and the hand-over were read through" in n]
 cost = [n for n in result.diagnosis.notes if "through a plain tf.data iterator" in n]
 print(json.dumps({"through": h and h.through, "batches": h and h.batches, "seen": seen, "notes": notes,
-                  "cost": cost}))
+                  "cost": cost, "plain": h and h.plain_batches_per_sec, "plain_ci": h and h.plain_batches_per_sec_ci}))
 """
 
 
@@ -106,3 +106,6 @@ def test_the_hand_over_of_a_mirrored_loop_is_timed_through_its_distributed_itera
     assert len(got["notes"]) == 1 and "MirroredStrategy, 2 replica(s)" in got["notes"][0]
     # and the pipeline alone once more through a plain iterator: what the distributed one adds to a batch
     assert len(got["cost"]) == 1 and "batches/s through the distributed iterator of" in got["cost"][0], got["cost"]
+    # ... and the hand-over record keeps that plain read for the verdict's hand-over edge
+    assert got["plain"] and f"{got['plain']:.0f} through a plain tf.data iterator" in got["cost"][0]
+    assert got["plain_ci"][0] <= got["plain"] <= got["plain_ci"][1]

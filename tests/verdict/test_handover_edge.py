@@ -180,3 +180,75 @@ def test_a_wait_beyond_twice_the_distributed_hand_over_is_still_input():
     for timed in (DISTRIBUTED, PLAIN):
         v = decide(cases, handover=timed)
         assert v.bottleneck == "input" and not v.facts.get("wait_is_handover")
+
+
+# `pipediag run` on a loop over a distributed dataset reads the pipeline alone through the loop's
+# distributed iterator (input_only) and through a plain one (Handover.plain_batches_per_sec). The
+# H200 (2026-12-04 07:12, benchmarks/results/run-scripts-gpu-2026-12-04-0712.md), the tutorial's
+# custom MirroredStrategy loop: free step 3.81 ms, fed step waiting 2.90 ms; the pipeline alone
+# 301 batches/s through the distributed iterator and 3,117 through a plain one.
+def with_plain(handover: Handover, plain_rate: float, rel_ci: float = 0.03) -> Handover:
+    from dataclasses import replace
+
+    return replace(handover, plain_batches_per_sec=plain_rate,
+                   plain_batches_per_sec_ci=(plain_rate * (1 - rel_ci), plain_rate * (1 + rel_ci)))
+
+
+def test_the_distributed_iterators_cost_on_a_real_pipeline_is_the_hand_over_once_read_both_ways():
+    cases = mirrored_loop(2.90, free_ms=3.81, input_rate=301.0)
+    assert decide(cases, handover=DISTRIBUTED).bottleneck == "input"  # before: the ready batch's 0.58 ms only
+    v = decide(cases, handover=with_plain(DISTRIBUTED, 3117.0))
+    assert v.bottleneck == "host" and v.facts["host_limit"] == HOST_LIMIT_HANDOVER
+    assert v.headline.startswith("host-bound at the hand-over: taking each batch through the distributed iterator")
+    assert v.facts["distributed_handover_ms"] == pytest.approx(1e3 / 301.0)
+    line = next(e for e in v.evidence if "through a plain tf.data iterator" in e)
+    assert "3117 batches/s" in line and "costs 3.322 ms" in line and "not the pipeline" in line
+
+
+def test_the_distributed_hand_over_fixes_call_the_iterator_less_often():
+    from pipediag.fixes.recommend import recommend
+
+    cases = mirrored_loop(2.90, free_ms=3.81, input_rate=301.0)
+    v = decide(cases, handover=with_plain(DISTRIBUTED, 3117.0))
+    fixes = recommend(v, cases, [], gpu_present=True, framework="tensorflow").fixes
+    assert [f.kind for f in fixes] == ["batch_size", "steps_per_call"]  # no device copy or format to change
+    assert "steps_per_execution=8" in fixes[1].code and "strategy.run(train_step, args=(next(iterator),))" in fixes[1].code
+    assert "3.32 ms" in fixes[0].basis and all(f.measured_speedup is None for f in fixes)
+
+
+@pytest.mark.parametrize("wait_ms, expected", [(6.5, "host"), (6.8, "input")])
+def test_the_wait_must_be_within_twice_the_distributed_read(wait_ms, expected):
+    # 2x 3.322 ms = 6.64 ms
+    cases = mirrored_loop(wait_ms, free_ms=3.81, input_rate=301.0)
+    assert decide(cases, handover=with_plain(DISTRIBUTED, 3117.0)).bottleneck == expected
+
+
+@pytest.mark.parametrize("plain_rate, expected", [(350.0, "host"), (330.0, "input")])
+def test_the_pipeline_through_a_plain_iterator_must_clearly_outrun_the_free_step(plain_rate, expected):
+    # free 262.5/s: 350 is 1.33x (interval 1.25-1.42x, above 1); 330 is 1.26x, under INPUT_HEADROOM
+    cases = mirrored_loop(2.90, free_ms=3.81, input_rate=301.0)
+    assert decide(cases, handover=with_plain(DISTRIBUTED, plain_rate)).bottleneck == expected
+
+
+def test_a_distributed_read_no_slower_than_the_plain_one_adds_nothing():
+    # the distributed read as fast as the plain one: no hand-over beyond the ready batch's
+    cases = mirrored_loop(2.90, free_ms=3.81, input_rate=3200.0)
+    v = decide(cases, handover=with_plain(DISTRIBUTED, 3117.0))
+    assert "distributed_handover_ms" not in v.facts
+
+
+def test_on_two_cores_the_same_cost_under_a_slow_step_leaves_the_step_as_the_limit():
+    # the 2-core machine (2026-12-04, 6c423cc): free step 43.7 ms, the loop waiting 3.11 ms (7%), the
+    # pipeline alone 410 batches/s through the distributed iterator and 2,379 through a plain one
+    cases = mirrored_loop(3.11, free_ms=43.7, input_rate=410.0)
+    assert decide(cases, handover=DISTRIBUTED).bottleneck == "input"  # what run said then
+    v = decide(cases, handover=with_plain(DISTRIBUTED, 2379.0))
+    assert v.bottleneck == "compute" and v.facts["wait_is_handover"] and "host_limit" not in v.facts
+
+
+def test_the_plain_read_survives_the_json():
+    h = with_plain(DISTRIBUTED, 3117.0)
+    back = Handover.from_dict(__import__("json").loads(__import__("json").dumps(h.to_dict())))
+    assert back == h and isinstance(back.plain_batches_per_sec_ci, tuple)
+    old = {k: v for k, v in DISTRIBUTED.to_dict().items() if not k.startswith("plain_")}
+    assert Handover.from_dict(old).plain_batches_per_sec is None  # a report written before these fields

@@ -82,6 +82,7 @@ TF_TESTS = (
     "tests/tuner/test_batch_csv.py",
     "tests/tuner/test_cache_repeat.py",
     "tests/modes/test_cache_memory.py",
+    "tests/modes/test_partial_batches.py",
     "tests/tuner/test_decode_crop.py",
     "tests/tuner/test_decode_crop_across.py",
     "tests/tuner/test_decode_crop_inception.py",

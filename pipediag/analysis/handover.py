@@ -39,6 +39,9 @@ class Handover:
     # distributed iterator costs the loop for each batch of this pipeline (verdict.handover_edge).
     plain_batches_per_sec: float | None = None
     plain_batches_per_sec_ci: tuple[float, float] | None = None
+    # ... and whether that loop's `next()` on the distributed iterator takes TensorFlow's partial-
+    # batch path (modes.distributed.partial_batch_handling); None: not known, or not such a loop.
+    partial_batches: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

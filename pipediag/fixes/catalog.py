@@ -16,7 +16,7 @@ FIX_KINDS = (
     "prefetch", "parallel_map", "interleave", "cache", "vectorize_map", "snapshot", "tf_data_service",
     "mixed_precision", "xla", "batch_size", "memory_growth", "threading", "gradient_accumulation", "allocator",
     "shuffle_buffer", "decode_crop", "steps_per_call", "device_prefetch", "batch_format", "cpu_quota",
-    "decode_reduced",
+    "decode_reduced", "static_batches",
 )
 
 
@@ -91,6 +91,7 @@ def title(kind: str, stage: str | None, framework: str | None = None, python: bo
         "device_prefetch": "Copy the next batch to the device while the step runs",
         "batch_format": "Hand over fewer, smaller arrays per batch",
         "cpu_quota": "Raise the container's CPU quota, or move preprocessing off this host (tf.data service)",
+        "static_batches": "Give tf.distribute batches of one shape: drop_remainder=True, or repeat()",
     }[kind]
 
 
@@ -106,6 +107,8 @@ _STAGE_TITLES = {
     "decode_crop": lambda s: f"`{s}` keeps a crop of whole decoded JPEGs: decode only the crop window",
     "decode_reduced": lambda s: (f"`{s}` decodes whole JPEGs only to shrink them: decode at a reduced size "
                                  "(approximate: slightly different pixels)"),
+    "static_batches": lambda s: (f"`{s}` may end with a partial batch, so tf.distribute checks every batch for "
+                                 "one: drop_remainder=True, or repeat()"),
 }
 
 
@@ -248,6 +251,10 @@ def _pipeline_code(kind: str, stage: str | None, fn: str, details: dict[str, Any
         return _csv_batches_code(stage, details)
     if kind == "prefetch":
         return "ds = ds.prefetch(tf.data.AUTOTUNE)  # last line of the pipeline"
+    if kind == "static_batches":
+        size = details.get("batch_size") or "BATCH_SIZE"
+        return (f"ds = ds.batch({size}, drop_remainder=True)  # every batch one shape: no partial-batch check\n"
+                f"# or: ds = ds.batch({size}).repeat(), and a known number of steps per epoch")
     if kind == "parallel_map":
         return f"ds = ds.map({fn}, num_parallel_calls=tf.data.AUTOTUNE)"
     if kind == "interleave":

@@ -72,3 +72,25 @@ def distributed_constant(batch: Any, strategy: Any):
     return feed
 
 
+
+
+def partial_batch_handling(dataset: Any, strategy: Any) -> bool | None:
+    """Whether `strategy`'s distributed iterator over `dataset` takes TensorFlow's partial-batch
+    path for every batch (get_next_as_optional, which also checks whether each replica got data):
+    TensorFlow takes it (input_lib._enable_get_next_as_optional, TF 2.21) when the strategy handles
+    partial batches, the dataset is not infinite, and its element shapes are not static (a batch
+    without drop_remainder). Its own comment says this path is slower; on the H200 (2026-12-04,
+    benchmarks/tf_gpu/distributed_fixes.py) the TF tutorial's MirroredStrategy loop ran 1.79x with
+    drop_remainder=True and 1.95x with repeat(). None when it cannot be told."""
+    extended = getattr(strategy, "extended", None)
+    enabled = getattr(extended, "enable_partial_batch_handling",
+                      getattr(extended, "experimental_enable_get_next_as_optional", None))
+    if enabled is None:
+        return None
+    try:
+        infinite = int(dataset.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
+        static = all(spec.shape.is_fully_defined() for spec in tf.nest.flatten(dataset.element_spec)
+                     if hasattr(spec, "shape"))
+    except (AttributeError, TypeError, ValueError, tf.errors.OpError):
+        return None
+    return bool(enabled) and not infinite and not static

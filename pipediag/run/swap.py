@@ -174,7 +174,18 @@ class Windows(Gathering):
         if plain is None or self.state.handover is None or not plain.batches_per_sec:
             return
         self.state.handover = replace(self.state.handover, plain_batches_per_sec=plain.batches_per_sec,
-                                      plain_batches_per_sec_ci=plain.batches_per_sec_ci)
+                                      plain_batches_per_sec_ci=plain.batches_per_sec_ci,
+                                      partial_batches=self.partial_batches())
+
+    def partial_batches(self) -> bool | None:
+        """Whether the loop's own next() on its distributed iterator takes TensorFlow's partial-batch
+        path. Not asked for fit: Keras reads its iterator inside the compiled train function."""
+        from pipediag.modes.distributed import partial_batch_handling
+        from pipediag.run.observe import DISTRIBUTED, FROM_FUNCTION
+
+        if self.source.kind not in (DISTRIBUTED, FROM_FUNCTION):
+            return None
+        return partial_batch_handling(self.source.dataset, self.source.strategy)
 
     def measure(self, name: str, next_batch, with_step: bool, mode_rule: StopRule | None = None,
                 record: bool = True, **kw) -> ModeRun:

@@ -90,6 +90,8 @@ def handover_edge(synthetic: ModeSummary, pipeline: ModeSummary, input_only: Mod
     facts = {**handover_facts(handover, synthetic), "pipeline_wait_ms": wait_ms}
     if through_ms is not None:
         facts["distributed_handover_ms"] = through_ms
+        if handover.partial_batches is not None:
+            facts["distributed_partial_batches"] = handover.partial_batches
     if not explains:
         return HandoverEdge(False, False, (), facts)
     if through_ms is not None and through_ms > fetch_high:  # the distributed read set the bound

@@ -252,3 +252,25 @@ def test_the_plain_read_survives_the_json():
     assert back == h and isinstance(back.plain_batches_per_sec_ci, tuple)
     old = {k: v for k, v in DISTRIBUTED.to_dict().items() if not k.startswith("plain_")}
     assert Handover.from_dict(old).plain_batches_per_sec is None  # a report written before these fields
+
+
+def test_a_loop_on_the_partial_batch_path_is_told_to_give_batches_one_shape_first():
+    from dataclasses import replace
+
+    from pipediag.fixes.recommend import recommend
+    from pipediag.records.stage import Stage
+
+    cases = mirrored_loop(2.90, free_ms=3.81, input_rate=301.0)
+    v = decide(cases, handover=replace(with_plain(DISTRIBUTED, 3117.0), partial_batches=True))
+    assert v.facts["distributed_partial_batches"] is True
+    stages = [Stage(0, "n0", "TensorSliceDataset", "source"),
+              Stage(1, "n1", "ShuffleDatasetV3", "shuffle", buffer_size=60000),
+              Stage(2, "n2", "BatchDatasetV2", "batch", buffer_size=64)]
+    fixes = recommend(v, cases, [], gpu_present=True, framework="tensorflow", stages=stages).fixes
+    assert [f.kind for f in fixes] == ["static_batches", "batch_size", "steps_per_call"]
+    assert fixes[0].stage == "batch(64)" and fixes[0].title.startswith("`batch(64)` may end with a partial batch")
+    assert "ds.batch(64, drop_remainder=True)" in fixes[0].code and ".repeat()" in fixes[0].code
+    # not on that path (fit, or batches of one shape already): no such fix
+    v = decide(cases, handover=replace(with_plain(DISTRIBUTED, 3117.0), partial_batches=False))
+    fixes = recommend(v, cases, [], gpu_present=True, framework="tensorflow", stages=stages).fixes
+    assert [f.kind for f in fixes] == ["batch_size", "steps_per_call"]

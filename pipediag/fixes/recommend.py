@@ -305,9 +305,9 @@ def _quota_fix(verdict: Verdict, modes: dict[str, ModeSummary | None], container
 def _handover_fixes(verdict: Verdict, fw: str | None, stages: Sequence[Stage] = ()) -> list[Fix]:
     """Handing each batch over costs as much as a good share of the step: do more work per
     hand-over, or hide it. None is measured here (each changes the user's training loop)."""
-    through_ms = verdict.facts.get("distributed_handover_ms")
-    if through_ms is not None and through_ms > (verdict.facts.get("handover_ms") or 0.0):
-        return _distributed_handover_fixes(through_ms, bool(verdict.facts.get("distributed_partial_batches")), stages)
+    if verdict.facts.get("handover_is_distributed_read"):
+        return _distributed_handover_fixes(verdict.facts["distributed_handover_ms"],
+                                           bool(verdict.facts.get("distributed_partial_batches")), stages)
     share = verdict.facts.get("handover_over_free_step")
     per = f" ({share:.2f}x the free step)" if share is not None else ""
     return [

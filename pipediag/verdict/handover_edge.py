@@ -90,11 +90,13 @@ def handover_edge(synthetic: ModeSummary, pipeline: ModeSummary, input_only: Mod
     facts = {**handover_facts(handover, synthetic), "pipeline_wait_ms": wait_ms}
     if through_ms is not None:
         facts["distributed_handover_ms"] = through_ms
+        # the distributed read, not the ready batch's get_next, set the bound: the hand-over is that iterator
+        facts["handover_is_distributed_read"] = through_ms > fetch_high
         if handover.partial_batches is not None:
             facts["distributed_partial_batches"] = handover.partial_batches
     if not explains:
         return HandoverEdge(False, False, (), facts)
-    if through_ms is not None and through_ms > fetch_high:  # the distributed read set the bound
+    if facts.get("handover_is_distributed_read"):
         evidence = (_distributed_evidence(handover, synthetic, through_ms, wait_ms),)
     else:
         copy = (f" + {handover.transfer_ms_mean:.3f} ms device copy" if handover.transfer_ms_mean is not None
@@ -160,8 +162,8 @@ def host_edge_verdict(edge: HandoverEdge, synthetic: ModeSummary, handover: Hand
     confidence = "high" if gpu_idle else "medium"
     if noisy:
         confidence = lower(confidence)
-    through_ms = edge.facts.get("distributed_handover_ms")
-    if through_ms is not None and through_ms > handover.ms_mean:
+    if edge.facts.get("handover_is_distributed_read"):
+        through_ms = edge.facts["distributed_handover_ms"]
         step_ms = 1e3 / synthetic.batches_per_sec if synthetic.batches_per_sec else None
         size = f", {through_ms / step_ms:.2f}x the free step" if step_ms else ""
         return confidence, (f"host-bound at the hand-over: taking each batch through {handover.through} costs "

@@ -200,7 +200,7 @@ def test_the_distributed_iterators_cost_on_a_real_pipeline_is_the_hand_over_once
     v = decide(cases, handover=with_plain(DISTRIBUTED, 3117.0))
     assert v.bottleneck == "host" and v.facts["host_limit"] == HOST_LIMIT_HANDOVER
     assert v.headline.startswith("host-bound at the hand-over: taking each batch through the distributed iterator")
-    assert v.facts["distributed_handover_ms"] == pytest.approx(1e3 / 301.0)
+    assert v.facts["distributed_handover_ms"] == pytest.approx(1e3 / 301.0) and v.facts["handover_is_distributed_read"]
     line = next(e for e in v.evidence if "through a plain tf.data iterator" in e)
     assert "3117 batches/s" in line and "costs 3.322 ms" in line and "not the pipeline" in line
 
@@ -274,3 +274,18 @@ def test_a_loop_on_the_partial_batch_path_is_told_to_give_batches_one_shape_firs
     v = decide(cases, handover=replace(with_plain(DISTRIBUTED, 3117.0), partial_batches=False))
     fixes = recommend(v, cases, [], gpu_present=True, framework="tensorflow", stages=stages).fixes
     assert [f.kind for f in fixes] == ["batch_size", "steps_per_call"]
+
+
+def test_a_distributed_read_cheaper_than_the_ready_batchs_get_next_leaves_the_ready_hand_over_named():
+    # 0.5 ms a batch through the distributed iterator, under the ready batch's 0.622-ms upper bound:
+    # the plain read (0.2 ms) still shows the pipeline keeps up; the hand-over named is the ready one
+    from pipediag.fixes.recommend import recommend
+
+    cases = mirrored_loop(1.0, free_ms=3.81, input_rate=2000.0)
+    cases["pipeline"] = summary("pipeline", 1e3 / 4.81, wait=1.0 / 4.81)
+    v = decide(cases, handover=with_plain(DISTRIBUTED, 5000.0))
+    assert v.bottleneck == "host" and v.facts["handover_is_distributed_read"] is False
+    assert v.headline.startswith("host-bound at the hand-over: giving each batch to the step costs 0.579 ms")
+    assert any(e.startswith("handing over a batch that is already made through") for e in v.evidence)
+    fixes = recommend(v, cases, [], gpu_present=True, framework="tensorflow").fixes
+    assert [f.kind for f in fixes] == ["batch_size", "steps_per_call", "device_prefetch", "batch_format"]

@@ -123,6 +123,14 @@ def _time_cut(dataset, per_call: int, rule: WaterfallRule, cap_s: float, clock_n
         if got < calls:
             stop = "exhausted"
             break
+    timing = dict(chunk_elements=tuple(chunk_elements), chunk_ns=tuple(chunk_ns), warmup_ns=warmup_ns, stop_reason=stop)
+    return timing, _mean_element_bytes(iterator, clock_ns, guard)
+
+
+def _mean_element_bytes(iterator, clock_ns: Callable[[], int],
+                        guard: Callable[[Callable[[], object]], object] = lambda fn: fn()) -> float | None:
+    """The mean size of the next few elements (at most _SIZE_SAMPLES, for about _SIZE_SAMPLE_S);
+    None when none came or one's size is not visible (ragged or sparse parts)."""
     sizes = []
     sample_start = clock_ns()
     for _ in range(_SIZE_SAMPLES):
@@ -132,13 +140,11 @@ def _time_cut(dataset, per_call: int, rule: WaterfallRule, cap_s: float, clock_n
             break
         size = _element_bytes(value)
         if size is None:
-            sizes = []
-            break
+            return None
         sizes.append(size)
         if (clock_ns() - sample_start) / 1e9 > _SIZE_SAMPLE_S:
             break
-    timing = dict(chunk_elements=tuple(chunk_elements), chunk_ns=tuple(chunk_ns), warmup_ns=warmup_ns, stop_reason=stop)
-    return timing, (sum(sizes) / len(sizes) if sizes else None)
+    return sum(sizes) / len(sizes) if sizes else None
 
 
 def measure_anatomy(

@@ -87,6 +87,7 @@ class Gathering:
         self.feeds: dict = {}  # kept after their modes for their first batches
         self.hideable: dict[str, int | None] = {}  # the device work a fetch can hide behind, from synthetic mode
         self.watch = None  # modes.probe.FirstBatchWatch: the prefixes read while the first batch was awaited
+        self.untimed_note = None  # the note saying the stages were not timed, while only their sizes were read
 
     def run(self, builder) -> None:
         phase = self.state.phases.phase
@@ -103,6 +104,9 @@ class Gathering:
         if not oom:
             with phase("remeasure"):
                 self.measure_edges_again()
+        if self.untimed_note is not None and self.stages_untimed_reason() is None:
+            with phase("anatomy"):  # the modes measured again put the limit back in question: time the stages
+                self.anatomy()
         if "tuned" in self.plan.modes and not oom and self.graph is not None:
             self.tuned()
 
@@ -224,18 +228,33 @@ class Gathering:
                                     "(a fault in pipediag, not in your step; please report it)")
 
     def anatomy(self) -> None:
-        """The pipeline timed after each stage, naming the slow stage; a graph it cannot cut is a note."""
+        """The pipeline timed after each stage, naming the slow stage; a graph it cannot cut is a note.
+        When the modes already put the limit outside the input pipeline with high confidence
+        (fixes.worth_tuning.stages_untimed_reason), only the stages' sizes are read, and a note says why."""
         from pipediag.builder.graph import GraphError, PipelineGraph
-        from pipediag.modes.waterfall import QUICK, THOROUGH, WaterfallRule, measure_anatomy
+        from pipediag.modes.waterfall import QUICK, THOROUGH, WaterfallRule, measure_anatomy, measure_sizes
 
         state = self.state
-        self.progress.phase("timing the pipeline after each stage (anatomy)")
+        again = self.untimed_note is not None  # only the sizes were read before: the stages are timed now
+        if again:
+            state.notes.remove(self.untimed_note)
+            self.untimed_note = None
+        untimed = None if again else self.stages_untimed_reason()
+        self.progress.phase("reading the size of each stage's elements" if untimed
+                            else "timing the pipeline after each stage (anatomy)")
         state.running = "the anatomy"
         try:
             chain = self.prepared.chain  # a graph over 2 GiB: the user's Dataset objects are the cuts
+            graph = PipelineGraph.from_dataset(self.dataset) if chain is None else chain
+            if untimed is not None:
+                state.stages = tuple(measure_sizes(graph, self.dataset.options(), clock_ns=self.clock_ns,
+                                                   watchdog=self.watchdog))
+                self.untimed_note = f"the stages were not timed one by one (no anatomy): {untimed}"
+                state.notes.append(self.untimed_note)
+                return
             waterfall_rule = THOROUGH if self.plan.thorough else QUICK if self.plan.quick else WaterfallRule()
             result = measure_anatomy(
-                PipelineGraph.from_dataset(self.dataset) if chain is None else chain, self.dataset.options(),
+                graph, self.dataset.options(),
                 batch_size=state.element.batch_size, rule=waterfall_rule,
                 first_batch_s=self.prepared.first_batch_ns / 1e9, clock_ns=self.clock_ns, watchdog=self.watchdog,
             )
@@ -244,6 +263,12 @@ class Gathering:
             state.notes.append(f"no anatomy: {error}")
         except Stalled as stall:
             raise self.stalled("anatomy", stall) from None
+
+    def stages_untimed_reason(self) -> str | None:
+        """Why timing each stage could not change the answer (fixes.worth_tuning), or None; never under --thorough."""
+        from pipediag.fixes.worth_tuning import stages_untimed_reason
+
+        return None if self.plan.thorough else stages_untimed_reason(self.verdict_so_far())
 
     def measure_edges_again(self) -> None:
         """A verdict reading sat within its run-to-run spread of its threshold: measure the two
@@ -335,15 +360,10 @@ class Gathering:
 
     def skip_tuned(self, plan) -> bool:
         """True, with the note that says why, when the tuned run could not change the fixes."""
-        from pipediag.fixes.worth_tuning import skip_reason, verdict_so_far
+        from pipediag.fixes.worth_tuning import skip_reason
 
-        state, log = self.state, self.sampler.log()
-        environment = state.environment
-        verdict = verdict_so_far({name: summarize(run, log) for name, run in state.runs.items()},
-                                 stages=state.stages, handover=state.handover, container=log.container,
-                                 gpus_present=bool(environment and environment.gpus),
-                                 ram_budget_bytes=self.plan.ram_budget_bytes)
-        why = skip_reason(verdict, plan.candidates)
+        state = self.state
+        why = skip_reason(self.verdict_so_far(), plan.candidates)
         if why is None:
             return False
         if plan.candidates:  # planned but not measured: the note names them, Fixes does not list them as tried
@@ -352,6 +372,17 @@ class Gathering:
         return True
 
     # -- the parts the steps share -----------------------------------------------------------------
+    def verdict_so_far(self):
+        """The verdict on the modes measured so far (fixes.worth_tuning.verdict_so_far)."""
+        from pipediag.fixes.worth_tuning import verdict_so_far
+
+        state, log = self.state, self.sampler.log()
+        environment = state.environment
+        return verdict_so_far({name: summarize(run, log) for name, run in state.runs.items()},
+                              stages=state.stages, handover=state.handover, container=log.container,
+                              gpus_present=bool(environment and environment.gpus),
+                              ram_budget_bytes=self.plan.ram_budget_bytes)
+
     def budgeted_read(self, fn, what: str, budget_s: float):
         """A read with a time budget of its own (the tuning plan's): under the watchdog, its
         deadline the budget plus the stall deadline, its time not one the deadline fits."""

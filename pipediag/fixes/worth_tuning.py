@@ -6,6 +6,10 @@ rebuilt: a speedup there is drift, never a fix, fixes.measured), or when the ver
 confidence, puts the limit outside the input pipeline: compute-bound (an input change's speedup
 is withheld as drift, fixes.measured.gain_doubt) or memory (the fixes are a smaller batch or
 buffer, not more input throughput).
+
+The same verdict, compute or memory with high confidence, also makes the anatomy's timing of each
+stage moot: it names the slow input stage, and no input stage is at fault. Then only the stages'
+sizes are read (modes.waterfall.measure_sizes), which the memory rules need (`stages_untimed_reason`).
 """
 
 from __future__ import annotations
@@ -50,3 +54,15 @@ def skip_reason(verdict: Verdict, candidates: Sequence[Change]) -> str | None:
         why = ("memory is the limit (high confidence): its fixes are a smaller batch or buffer, and more input "
                "throughput would not lift it")
     return f"{SKIPPED}: {why}; planned, not measured: {_planned(candidates)}"
+
+
+def stages_untimed_reason(verdict: Verdict) -> str | None:
+    """Why timing each stage could not change the answer, or None when it could: the verdict, with
+    high confidence, puts the limit outside the input pipeline, so no stage is named slow and no
+    input fix is given (the anatomy's sizes are still read: a shuffle buffer's bytes are a memory
+    verdict's evidence)."""
+    if verdict.confidence != "high" or verdict.bottleneck not in ("compute", "memory"):
+        return None
+    limit = "the step itself is the limit (compute-bound" if verdict.bottleneck == "compute" else "memory is the limit ("
+    return (f"{limit}, high confidence), so no input stage is at fault and timing each one could not change the "
+            "verdict or the fixes; their sizes were read (--thorough times every stage)")

@@ -208,6 +208,29 @@ def measure_anatomy(
     return AnatomyResult(enriched, anatomy)
 
 
+def measure_sizes(graph: PipelineGraph, options=None, *, clock_ns: Callable[[], int] = time.monotonic_ns,
+                  watchdog=None) -> list[Stage]:
+    """The stages with their cardinality and the bytes of a few elements, none of them timed: what
+    the verdict's memory rules read (a shuffle buffer's bytes) when timing each stage could not
+    change the answer (fixes.worth_measuring). Only the cuts before the first shuffle are read: a
+    cut past it would fill that buffer again first, and the shuffle's own elements are those of the
+    stage feeding it (analysis.buffers)."""
+    stages = graph.stages()
+    cuts, counts = _cuts(graph, stages, options, {})
+    first_shuffle = next((s.index for s in stages if s.kind == "shuffle"), len(stages))
+    sizes: dict[int, float | None] = {}
+    for stage in stages:
+        if stage.index >= first_shuffle or stage.index not in cuts:
+            continue
+        guard = _stage_guard(watchdog, stage.label)
+        try:
+            iterator = iter(cuts[stage.index])
+            sizes[stage.index] = _mean_element_bytes(iterator, clock_ns, guard)
+        except (tf.errors.OpError, ValueError, TypeError):
+            sizes[stage.index] = None  # not read: no size, and the memory rules make no guess
+    return _enrich(stages, {}, dict.fromkeys((s.index for s in stages), "not timed"), sizes, counts)
+
+
 def _cuts(graph: PipelineGraph, stages: list[Stage], options,
           timings: dict[int, StageTiming]) -> tuple[dict[int, object], dict[int, object]]:
     """Each stage's cut (the pipeline up to it) and its cardinality; a stage whose cut cannot be

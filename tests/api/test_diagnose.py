@@ -80,6 +80,12 @@ def test_heavy_step_on_in_memory_data_runs_the_keras_model_far_slower_than_its_i
     assert ("tuned" in d.modes) != bool(skipped), (d.notes, list(d.modes))
     if d.verdict.bottleneck == "compute" and d.verdict.confidence == "high":
         assert skipped and not {"control", "tuned", "ablation"} & {p.name for p in d.phases}
+    # Nor are the stages timed one by one when no input stage can be at fault: their sizes are read.
+    untimed = [n for n in d.notes if n.startswith("the stages were not timed one by one")]
+    assert (d.anatomy is None) == bool(untimed), (d.notes, d.anatomy)
+    if d.verdict.bottleneck == "compute" and d.verdict.confidence == "high":
+        assert untimed and "--thorough" in untimed[0]
+        assert all(s.cardinality is not None for s in d.stages)
 
 
 def test_real_out_of_memory_is_a_memory_verdict_not_a_crash():
@@ -91,6 +97,7 @@ def test_real_out_of_memory_is_a_memory_verdict_not_a_crash():
     assert "pipeline" not in d.runs  # it would fail the same way
     assert d.runs["input_only"].steps > 0  # the input side is still measured
     assert [f.kind for f in d.fixes][0] == "batch_size"
+    assert d.anatomy is None and any("memory is the limit" in n and "not timed" in n for n in d.notes), d.notes
 
 
 def test_a_shuffle_buffer_over_the_ram_budget_is_a_memory_verdict_naming_it():

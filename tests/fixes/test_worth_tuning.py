@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipediag.fixes.worth_tuning import SKIPPED, skip_reason, verdict_so_far
+from pipediag.fixes.worth_tuning import SKIPPED, skip_reason, stages_untimed_reason, verdict_so_far
 from pipediag.records.change import Change
 from pipediag.records.verdict import Verdict
 from tests.summaries import summary
@@ -36,3 +36,16 @@ def test_the_verdict_so_far_follows_the_rules():
                 "input_only": summary("input_only", 52.0)}
     assert verdict_so_far(fed_slow, stages=(), handover=None, container=None, gpus_present=False,
                           ram_budget_bytes=None).bottleneck == "input"
+
+
+@pytest.mark.parametrize("bottleneck, limit", [("compute", "the step itself is the limit"),
+                                               ("memory", "memory is the limit")])
+def test_the_stages_are_not_timed_when_the_limit_is_outside_the_input_with_high_confidence(bottleneck, limit):
+    why = stages_untimed_reason(verdict(bottleneck))
+    assert why.startswith(limit) and "sizes were read" in why and "--thorough" in why
+
+
+@pytest.mark.parametrize("bottleneck, confidence", [("input", "high"), ("compute", "medium"), ("memory", "low"),
+                                                    ("host", "high"), ("inconclusive", "low")])
+def test_a_verdict_a_slow_stage_could_bear_on_times_the_stages(bottleneck, confidence):
+    assert stages_untimed_reason(verdict(bottleneck, confidence)) is None

@@ -7,8 +7,9 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
+from pipediag.analysis.buffers import shuffle_buffers  # noqa: E402
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
-from pipediag.modes.waterfall import WaterfallRule, measure_anatomy  # noqa: E402
+from pipediag.modes.waterfall import WaterfallRule, measure_anatomy, measure_sizes  # noqa: E402
 
 QUICK = WaterfallRule(stage_cap_s=0.5, min_stage_s=0.2, total_cap_s=10.0)
 
@@ -79,3 +80,32 @@ def test_cuts_that_would_refill_a_slow_shuffle_buffer_are_skipped():
     assert rows["map(scale)"].batches_per_sec > 0
     for label in ("shuffle(100)", "batch(10)"):
         assert rows[label].batches_per_sec is None and "shuffle buffer would fill again" in rows[label].reason
+
+
+def test_sizes_only_reads_the_cuts_before_the_shuffle_and_times_none():
+    # Each element 4 float32 = 16 bytes up to the shuffle; the shuffle's buffer is read from the stage
+    # feeding it, and no cut past the shuffle is read (it would fill the buffer again first). A
+    # py_function that records every element it makes shows what was pulled.
+    pulled = []
+
+    def record(x):
+        def note(v):
+            pulled.append(int(v))
+            return v
+
+        y = tf.py_function(note, [x], tf.int64)
+        y.set_shape([])
+        return y
+
+    ds = (tf.data.Dataset.range(50).map(record).map(lambda x: tf.fill([4], tf.cast(x, tf.float32)))
+          .shuffle(1000).batch(10).prefetch(1))
+    stages = measure_sizes(PipelineGraph.from_dataset(ds), ds.options())
+    by = {s.label.split("(")[0]: s for s in stages}
+    assert [s.cardinality for s in stages] == [50, 50, 50, 50, 5, 5]
+    assert by["map"].bytes_per_element is None or by["map"].bytes_per_element in (8, 16)
+    assert stages[2].bytes_per_element == 16 and stages[1].bytes_per_element == 8
+    assert all(s.bytes_per_element is None for s in stages[3:]), stages  # the shuffle, batch, prefetch
+    # A few elements per cut (tf.data may read a couple ahead); the shuffle's cut would have pulled all 50.
+    assert len(pulled) < 25, pulled
+    (buffer,) = shuffle_buffers(stages)
+    assert buffer.elements == 50 and buffer.total_bytes == 50 * 16

@@ -87,7 +87,6 @@ class Gathering:
         self.feeds: dict = {}  # kept after their modes for their first batches
         self.hideable: dict[str, int | None] = {}  # the device work a fetch can hide behind, from synthetic mode
         self.watch = None  # modes.probe.FirstBatchWatch: the prefixes read while the first batch was awaited
-        self.untimed_note = None  # the note saying the stages were not timed, while only their sizes were read
 
     def run(self, builder) -> None:
         phase = self.state.phases.phase
@@ -97,15 +96,13 @@ class Gathering:
         if not oom and self.state.runs["synthetic"].steps:
             with phase("handover"):
                 self.handover()
-        readable = self.graph is not None or self.prepared.chain is not None  # a graph, or its Dataset objects
-        if self.plan.anatomy and readable and "input_only" in self.plan.modes:
-            with phase("anatomy"):
-                self.anatomy()
         if not oom:
             with phase("remeasure"):
                 self.measure_edges_again()
-        if self.untimed_note is not None and self.stages_untimed_reason() is None:
-            with phase("anatomy"):  # the modes measured again put the limit back in question: time the stages
+        # After the re-measure: whether the stages need timing is judged on the modes the verdict uses.
+        readable = self.graph is not None or self.prepared.chain is not None  # a graph, or its Dataset objects
+        if self.plan.anatomy and readable and "input_only" in self.plan.modes:
+            with phase("anatomy"):
                 self.anatomy()
         if "tuned" in self.plan.modes and not oom and self.graph is not None:
             self.tuned()
@@ -235,11 +232,7 @@ class Gathering:
         from pipediag.modes.waterfall import QUICK, THOROUGH, WaterfallRule, measure_anatomy, measure_sizes
 
         state = self.state
-        again = self.untimed_note is not None  # only the sizes were read before: the stages are timed now
-        if again:
-            state.notes.remove(self.untimed_note)
-            self.untimed_note = None
-        untimed = None if again else self.stages_untimed_reason()
+        untimed = self.stages_untimed_reason()
         self.progress.phase("reading the size of each stage's elements" if untimed
                             else "timing the pipeline after each stage (anatomy)")
         state.running = "the anatomy"
@@ -249,8 +242,7 @@ class Gathering:
             if untimed is not None:
                 state.stages = tuple(measure_sizes(graph, self.dataset.options(), clock_ns=self.clock_ns,
                                                    watchdog=self.watchdog))
-                self.untimed_note = f"the stages were not timed one by one (no anatomy): {untimed}"
-                state.notes.append(self.untimed_note)
+                state.notes.append(f"the stages were not timed one by one (no anatomy): {untimed}")
                 return
             waterfall_rule = THOROUGH if self.plan.thorough else QUICK if self.plan.quick else WaterfallRule()
             result = measure_anatomy(

@@ -35,6 +35,12 @@ def verdict_so_far(summaries: dict[str, ModeSummary | None], *, stages: Sequence
                   ram_budget_bytes=ram_budget_bytes, handover=handover, container=container)
 
 
+def limit_outside_input(verdict: Verdict) -> bool:
+    """Compute or memory with high confidence: the one test by which the tuned run is skipped and
+    the stages are left untimed."""
+    return verdict.confidence == "high" and verdict.bottleneck in ("compute", "memory")
+
+
 def _planned(candidates: Sequence[Change]) -> str:
     return ", ".join(f"{c.kind} at `{c.stage}`" if c.stage else c.kind for c in candidates)
 
@@ -45,7 +51,7 @@ def skip_reason(verdict: Verdict, candidates: Sequence[Change]) -> str | None:
     if not candidates:
         return (f"{SKIPPED}: pipediag's tuning rules left every change out (each with its reason under Fixes), "
                 "so a tuned run would time your pipeline rebuilt unchanged, which can show drift but never a fix")
-    if verdict.confidence != "high" or verdict.bottleneck not in ("compute", "memory"):
+    if not limit_outside_input(verdict):
         return None
     if verdict.bottleneck == "compute":
         why = ("the step itself is the limit (compute-bound, high confidence): an input change cannot make training "
@@ -61,7 +67,7 @@ def stages_untimed_reason(verdict: Verdict) -> str | None:
     high confidence, puts the limit outside the input pipeline, so no stage is named slow and no
     input fix is given (the anatomy's sizes are still read: a shuffle buffer's bytes are a memory
     verdict's evidence)."""
-    if verdict.confidence != "high" or verdict.bottleneck not in ("compute", "memory"):
+    if not limit_outside_input(verdict):
         return None
     limit = "the step itself is the limit (compute-bound" if verdict.bottleneck == "compute" else "memory is the limit ("
     return (f"{limit}, high confidence), so no input stage is at fault and timing each one could not change the "

@@ -212,7 +212,7 @@ def measure_sizes(graph: PipelineGraph, options=None, *, clock_ns: Callable[[], 
                   watchdog=None) -> list[Stage]:
     """The stages with their cardinality and the bytes of a few elements, none of them timed: what
     the verdict's memory rules read (a shuffle buffer's bytes) when timing each stage could not
-    change the answer (fixes.worth_measuring). Only the cuts before the first shuffle are read: a
+    change the answer (fixes.worth_tuning.stages_untimed_reason). Only the cuts before the first shuffle are read: a
     cut past it would fill that buffer again first, and the shuffle's own elements are those of the
     stage feeding it (analysis.buffers)."""
     stages = graph.stages()

@@ -63,6 +63,19 @@ class PipelineCpu:
             "came from elsewhere (other processes, the step's own variance), so confidence is lowered"
         )
 
+    def near_line_text(self, contention: Contention) -> str:
+        """A contention reading within its spread of the line, below it in value, that the
+        pipeline's CPU could not have pushed over: not measured again."""
+        return (
+            "CPU contention is called when both the fed step and the step itself are >= "
+            f"{T.GAP_SIGNIFICANT:.2f}x slower; "
+            + "; ".join(e.text() for e in contention.edges)
+            + f", within their spread of the line, but the pipeline barely ran: alone it used {self.alone_cores:.2f} "
+            f"cores at {self.alone_over_fed:.0f}x the fed rate, so about {self.cores:.3f} cores at the fed rate, which "
+            f"slows the step's {self.step_cores:.2f} cores by at most {self.most_slowdown:.2f}x, under the line: not "
+            "contention, whatever a longer run read, so the modes were not measured again"
+        )
+
 
 def pipeline_cpu_at_fed_rate(synthetic: ModeSummary, pipeline: ModeSummary,
                              input_only: ModeSummary | None) -> PipelineCpu | None:

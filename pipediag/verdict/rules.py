@@ -269,13 +269,19 @@ def _cpu_contention(r: _Reading) -> Verdict | None:
     synthetic, pipeline = r.synthetic, r.pipeline
     contention = read_contention(r.gap, synthetic, pipeline)
     slowed = contention is not None and contention.decided
-    light = pipeline_cpu_at_fed_rate(synthetic, pipeline, r.input_only) if slowed else None
+    near = contention is not None and contention.on_edge
+    light = pipeline_cpu_at_fed_rate(synthetic, pipeline, r.input_only) if slowed or near else None
     if light is not None and light.too_light:
-        # Slower beside the pipeline, but the pipeline barely ran: at the fed rate it used too
-        # little CPU to take that much from the step. The slowdown came from elsewhere.
-        r.noisy = True
+        # The pipeline barely ran: at the fed rate it used too little CPU to take the line's
+        # slowdown from the step, so the reading cannot make this contention, on its line or
+        # off it, and is not measured again (no facts.edges).
         r.facts["pipeline_cores_at_fed_rate"] = light.cores
-        r.evidence.append(light.text(pipeline, synthetic))
+        if slowed or all(e.above for e in contention.edges):
+            # Slower by the line or more: the slowdown came from elsewhere.
+            r.noisy = True
+            r.evidence.append(light.text(pipeline, synthetic))
+        else:
+            r.evidence.append(light.near_line_text(contention))
         slowed = False
     elif slowed and pipeline.cpu_per_core_pct and idle_cores(pipeline) >= T.CONTENDED_IDLE_CORES:
         # Slower beside the pipeline, yet cores sat idle: nothing competed for them. The step's

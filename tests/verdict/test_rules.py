@@ -344,6 +344,51 @@ def test_contention_within_its_spread_of_the_line_is_not_called_and_says_how_clo
     assert [e["straddles"] for e in v.facts["edges"]] == [False, True]
 
 
+def light_contention_modes(pipeline_rate, step_ms, step_ci, rel_ci=0.08):
+    """A contention reading fed by a pipeline that barely runs: input alone 600 batches/s on 1.9
+    cores, so about 0.07-0.08 cores at the fed rate, taken from the step's 1.8 cores: at most 1.05x."""
+    from dataclasses import replace
+
+    synthetic = replace(summary("synthetic", 27.8, compute_ms=36.0, rel_ci=rel_ci, per_core=[95, 90], process=180.0),
+                        compute_ms_median_ci=(35.5, 36.5))
+    pipeline = replace(summary("pipeline", pipeline_rate, wait=0.01, compute_ms=step_ms, per_core=[95, 97],
+                               process=185.0, rel_ci=rel_ci), compute_ms_median_ci=step_ci)
+    return modes(synthetic, pipeline, summary("input_only", 600, per_core=[95, 95], process=190.0))
+
+
+def test_a_reading_on_the_contention_line_is_settled_by_a_pipeline_too_light_to_reach_it():
+    # real/kerasio_image_classification_from_scratch, 2026-12-04: the fed step 1.10x (0.91-1.32x)
+    # and the step itself 1.04x (0.95-1.29x) beside a pipeline at 0.12 cores of the step's 1.9:
+    # measured again for 34 s, and every outcome of that run read compute.
+    v = decide(light_contention_modes(25.3, 40.0, (34.0, 46.0)))
+    assert (v.bottleneck, v.confidence) == ("compute", "high")
+    assert "edges" not in v.facts  # nothing for diagnose to measure again
+    assert v.facts["pipeline_cores_at_fed_rate"] == pytest.approx(1.9 * 25.3 / 600)
+    text = next(e for e in v.evidence if "the pipeline barely ran" in e)
+    assert "the fed step's slowdown (synthetic over pipeline rate) 1.10x" in text
+    assert "the step's own time beside the pipeline over alone 1.11x" in text
+    assert "by at most 1.05x, under the line: not contention" in text and "not measured again" in text
+
+
+def test_a_slowdown_at_or_over_the_line_beside_a_light_pipeline_lowers_confidence_unmeasured():
+    # Both readings above the line but straddling it: the step was slower by the line's margin,
+    # which the pipeline cannot have taken: its speed varied, as when the readings are clear.
+    v = decide(light_contention_modes(22.2, 42.0, (39.0, 45.0)))
+    assert (v.bottleneck, v.confidence) == ("compute", "low")
+    assert "edges" not in v.facts
+    assert any("the pipeline barely ran" in e and "confidence is lowered" in e for e in v.evidence)
+
+
+def test_a_reading_on_the_line_beside_a_pipeline_heavy_enough_is_still_measured_again():
+    from dataclasses import replace
+
+    heavy = light_contention_modes(25.3, 40.0, (34.0, 46.0))
+    heavy["input_only"] = replace(heavy["input_only"], batches_per_sec=30.0, batches_per_sec_ci=(29.0, 31.0))
+    v = decide(heavy)  # 1.9 cores at 30/s: 1.6 cores at the fed rate, no bound under the line
+    assert "pipeline_cores_at_fed_rate" not in v.facts
+    assert any(e["straddles"] for e in v.facts["edges"])
+
+
 def test_a_step_clearly_under_the_contention_line_leaves_the_verdict_alone():
     v = decide(contention_modes(37.0, (36.5, 37.5)))
     assert (v.bottleneck, v.confidence) == ("compute", "high") and "edges" not in v.facts

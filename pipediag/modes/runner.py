@@ -37,7 +37,8 @@ def longer(rule: StopRule, factor: float = EDGE_WINDOW_FACTOR) -> StopRule:
     threshold: a window `factor` times the cap, run to its end (the interval that let the first
     run stop early was tight enough for the mode, not for the decision). Bounded: once, 2x."""
     seconds = rule.usual_seconds * factor
-    return replace(rule, max_seconds=seconds, min_seconds=seconds, min_steps=int(rule.min_steps * factor),
+    steps = int(rule.min_steps * factor)  # a decision too waits for them: never fewer steps than the first run's
+    return replace(rule, max_seconds=seconds, min_seconds=seconds, min_steps=steps, decide_min_steps=steps,
                    soft_max_seconds=None)
 
 
@@ -83,7 +84,7 @@ def run_mode(
     with a short batch). More than MAX_NEW_SHAPE_STEPS of them: they are the steady state and go
     back into the timings, with a note.
     `decided(wait_ns, compute_ns)`, if given, is asked at the same checkpoints as the stable rule,
-    from `rule.decide_min_seconds` on: True ends the mode with stop_reason "decided"
+    from `rule.decide_min_seconds` and `rule.decide_min_steps` on: True ends the mode with stop_reason "decided"
     (verdict.sequential: the readings that decide the verdict are clear of their lines).
     `paused_ns` (Step.paused_ns), with `step`: the time the step's caller spent outside any step
     (a script's validation between two window steps) is kept out of each step's time and of the
@@ -178,6 +179,7 @@ class _ModeTimer:
         """Timed steps until the time cap, the step cap, stable timings, or a decision (`decided`)."""
         rule, overlapped, decided = self.rule, self.overlapped, self.decided
         first_check_s = min(rule.min_seconds, rule.decide_min_seconds) if decided is not None else rule.min_seconds
+        first_check_steps = min(rule.min_steps, rule.decide_min_steps) if decided is not None else rule.min_steps
         wait, compute = self.wait, self.compute
         self.window_start = self.clock_ns()
         self.paused_at_window_start = self.paused_ns()
@@ -206,11 +208,14 @@ class _ModeTimer:
                 return self.finish("time_cap")
             if n >= rule.max_steps:
                 return self.finish("max_steps")
-            # Checking costs O(n log n): do it only when the count has grown by an eighth.
-            if n >= rule.min_steps and elapsed_s >= first_check_s and n >= last_check * 1.125:
+            # Checking costs O(n log n): do it only when the count has grown by an eighth, and at
+            # min_steps itself (where the stable rule's checks began before decide_min_steps).
+            grown = n >= last_check * 1.125 or n == rule.min_steps
+            if n >= first_check_steps and elapsed_s >= first_check_s and grown:
                 last_check = n
-                if elapsed_s >= rule.min_seconds and is_stable([a + b for a, b in zip(wait, compute)],
-                                                               rule.rel_half_width, rule.mean_rel_half_width):
+                if (elapsed_s >= rule.min_seconds and n >= rule.min_steps
+                        and is_stable([a + b for a, b in zip(wait, compute)], rule.rel_half_width,
+                                      rule.mean_rel_half_width)):
                     return self.finish("stable")
                 if decided is not None and decided(wait, compute):
                     return self.finish(DECIDED)

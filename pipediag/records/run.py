@@ -24,8 +24,10 @@ class StopRule:
 
     A mode given a `decided` condition (diagnose's pipeline and input_only modes, compared as they
     run with synthetic mode: verdict.sequential) may also stop once it holds, after
-    `decide_min_seconds` and `min_steps`: the verdict needs its readings clear of its lines, not
-    each mode's own estimate pinned down. A rule with `soft_max_seconds` (--quick) also stops a
+    `decide_min_seconds` and `decide_min_steps` (or `min_steps`, the fewer): the verdict needs its
+    readings clear of its lines, not each mode's own estimate pinned down; with fewer steps their
+    intervals are wider (fewer batch means, a larger t), so a reading decides early only when it is
+    far from its lines. A rule with `soft_max_seconds` (--quick) also stops a
     mode there once it has `min_steps`.
     """
 
@@ -38,6 +40,10 @@ class StopRule:
     rel_half_width: float = 0.05
     mean_rel_half_width: float = 0.10
     decide_min_seconds: float = 0.75
+    # A decision may come after this many timed steps (20 steps of a 0.43-s pipeline were 9 s of
+    # each mode whose reading was 40x from its line; the readings' own tests need 12: their window's
+    # second half needs 3 batch means of 2 steps).
+    decide_min_steps: int = 10
     # --quick's cap: a mode that has timed min_steps stops here; one slower than that runs on, to
     # max_seconds at most, until it has (a 1-batch/s pipeline would otherwise give 3 steps).
     soft_max_seconds: float | None = None

@@ -10,13 +10,14 @@ machine to benchmarks/results/:
     python benchmarks/diagnose_time.py --only compute_bound,real/tf_csv  # some of them
     python benchmarks/diagnose_time.py --lock /tmp/cpu.lock -- --quick   # more diagnose options after --
 
-`--lock` takes that file's lock around each scenario only (other work on a shared machine waits
-between scenarios, not during them). Each row gives the wall time, the diagnosis's own time
-(`elapsed_s`) and where it went (the JSON's `phases`, schema 2), the verdict, and whether the
-tuned mode ran or was skipped; the totals give the median and longest wall time against issue
-26's goal (median at most 15 s, longest at most 40 s; --quick: median at most 8 s) and the median
-of each phase. A scenario's data is made on its first use (in $TMPDIR/pipediag-scenarios/): run
-the accuracy benchmark or this one once before timing on a fresh machine.
+`--lock` takes that file's lock around each scenario only: reading it (an import of its framework)
+and diagnosing it; other work on a shared machine waits between scenarios, not during them. Each
+row gives the wall time, the diagnosis's own time (`elapsed_s`) and where it went (the JSON's
+`phases`, schema 2), the verdict, and whether the tuned mode ran or was skipped; the totals give
+the median and longest wall time against issue 26's goal (median at most 15 s, longest at most
+40 s; --quick: median at most 8 s) and the median of each phase. A scenario's data is made on
+its first use (in $TMPDIR/pipediag-scenarios/): run the accuracy benchmark or this one once
+before timing on a fresh machine.
 """
 
 from __future__ import annotations
@@ -68,18 +69,19 @@ def at_defaults(cmd: list[str]) -> list[str]:
 
 def one_run(path: str, extra: list[str], lock: str | None, keep: str | None = None) -> dict:
     row = {"scenario": scenario_name(path)}
-    try:
-        info = _describe(path)
-    except RuntimeError as error:
-        return {**row, "error": str(error)}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _flock(lock) if lock else contextlib.nullcontext():
+        # Under the lock too: reading the scenario imports its framework (seconds of CPU), which
+        # would otherwise land on whatever else holds the lock.
+        try:
+            info = _describe(path)
+        except RuntimeError as error:
+            return {**row, "error": str(error)}
         out = os.path.join(tmp, "run.json")
         cmd = at_defaults(diagnose_command(os.path.relpath(path, ROOT), info, 10.0, out)) + extra
-        with _flock(lock) if lock else contextlib.nullcontext():
-            load = os.getloadavg()[0]
-            start = time.monotonic()
-            done = subprocess.run(cmd, capture_output=True, text=True, env=child_env(info.get("env")), cwd=ROOT)
-            wall = time.monotonic() - start
+        load = os.getloadavg()[0]
+        start = time.monotonic()
+        done = subprocess.run(cmd, capture_output=True, text=True, env=child_env(info.get("env")), cwd=ROOT)
+        wall = time.monotonic() - start
         if not os.path.exists(out):
             return {**row, "wall_s": wall, "error": f"exit {done.returncode}: {done.stderr[-1500:]}"}
         with open(out) as f:

@@ -41,8 +41,8 @@ class StopRule:
     mean_rel_half_width: float = 0.10
     decide_min_seconds: float = 0.75
     # A decision may come after this many timed steps (20 steps of a 0.43-s pipeline were 9 s of
-    # each mode whose reading was 40x from its line; the readings' own tests need 12: their window's
-    # second half needs 3 batch means of 2 steps).
+    # each mode, whose slowdown read 29x against a 1.15x line). Pipeline mode's own test needs 12:
+    # the wait share over the window's second half needs 3 batch means of 2 steps.
     decide_min_steps: int = 10
     # --quick's cap: a mode that has timed min_steps stops here; one slower than that runs on, to
     # max_seconds at most, until it has (a 1-batch/s pipeline would otherwise give 3 steps).

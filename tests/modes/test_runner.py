@@ -321,38 +321,37 @@ def test_without_a_decision_the_stable_rule_keeps_its_min_seconds():
     assert (run.end_ns - run.start_ns) / 1e9 >= 2.0
 
 
+class Asked:
+    """A `decided` condition that answers `answer` and records the step counts it was asked at."""
+
+    def __init__(self, answer: bool):
+        self.answer, self.at = answer, []
+
+    def __call__(self, wait, compute):
+        self.at.append(len(wait))
+        return self.answer
+
+
+SLOW_RULE = StopRule(max_seconds=30, min_seconds=2.0, min_steps=20, warmup_steps=0, decide_min_seconds=0.75,
+                     decide_min_steps=10)
+
+
 def test_a_slow_pipeline_is_asked_for_its_decision_from_decide_min_steps_not_min_steps():
     # real/tf_csv: 0.43-s batches, 20 steps were 9 s of a mode whose reading was far from its line.
-    clock = FakeClock()
-    asked = []
-
-    def decided(wait, compute):
-        asked.append(len(wait))
-        return True
-
-    rule = StopRule(max_seconds=30, min_seconds=2.0, min_steps=20, warmup_steps=0, decide_min_seconds=0.75,
-                    decide_min_steps=10)
-    run = run_mode("pipeline", feeder(clock, 400), stepper(clock, 30), rule, clock_ns=clock, decided=decided)
-    assert run.stop_reason == "decided" and asked == [10] and run.steps == 10
+    clock, decided = FakeClock(), Asked(True)
+    run = run_mode("pipeline", feeder(clock, 400), stepper(clock, 30), SLOW_RULE, clock_ns=clock, decided=decided)
+    assert run.stop_reason == "decided" and decided.at == [10] and run.steps == 10
 
 
 def test_the_stable_rule_still_needs_min_steps_when_a_decision_is_asked_earlier():
-    clock = FakeClock()
-    asked = []
-
-    def decided(wait, compute):
-        asked.append(len(wait))
-        return False
-
     # Steady 0.43-s steps, stable from the start: the stable rule may stop only at min_steps.
-    rule = StopRule(max_seconds=30, min_seconds=2.0, min_steps=20, warmup_steps=0, decide_min_steps=10)
-    run = run_mode("pipeline", feeder(clock, 400), stepper(clock, 30), rule, clock_ns=clock, decided=decided)
+    clock, decided = FakeClock(), Asked(False)
+    run = run_mode("pipeline", feeder(clock, 400), stepper(clock, 30), SLOW_RULE, clock_ns=clock, decided=decided)
     assert run.stop_reason == "stable" and run.steps == 20
-    assert asked[0] == 10
+    assert decided.at == [10, 12, 14, 16, 18]  # asked as the count grows by an eighth; stable at 20
 
 
 def test_without_a_decision_min_steps_alone_sets_the_first_check():
     clock = FakeClock()
-    rule = StopRule(max_seconds=30, min_seconds=2.0, min_steps=20, warmup_steps=0, decide_min_steps=10)
-    run = run_mode("input_only", feeder(clock, 430), None, rule, clock_ns=clock)
+    run = run_mode("input_only", feeder(clock, 430), None, SLOW_RULE, clock_ns=clock)
     assert run.stop_reason == "stable" and run.steps == 20

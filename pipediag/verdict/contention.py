@@ -9,6 +9,10 @@ from pipediag.analysis.modes import ModeSummary, Ratio
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.edges import Edge, ratio_interval
 
+# How the contention rule is said in the evidence, before the readings that sat on its line.
+CALLED_WHEN = ("CPU contention is called when both the fed step and the step itself are >= "
+               f"{T.GAP_SIGNIFICANT:.2f}x slower")
+
 
 def other_load_cores(m: ModeSummary) -> float:
     """Cores' worth of CPU used by other processes during a mode (system minus this process)."""
@@ -53,27 +57,28 @@ class PipelineCpu:
     def too_light(self) -> bool:
         return self.most_slowdown is not None and self.most_slowdown < T.GAP_SIGNIFICANT
 
+    def barely_ran_text(self) -> str:
+        """What the pipeline cost at the fed rate, worked out from input_only mode."""
+        return (f"the pipeline barely ran: alone it used {self.alone_cores:.2f} cores at {self.alone_over_fed:.0f}x "
+                f"the fed rate, so about {self.cores:.3f} cores at the fed rate")
+
     def text(self, pipeline: ModeSummary, synthetic: ModeSummary) -> str:
         return (
             f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
-            f"{synthetic.compute_ms_median:.2f} ms alone, but the pipeline barely ran: alone it used "
-            f"{self.alone_cores:.2f} cores at {self.alone_over_fed:.0f}x the fed rate, so about {self.cores:.3f} "
-            f"cores at the fed rate; taken from the step's {self.step_cores:.2f} cores that slows it by at most "
-            f"{self.most_slowdown:.2f}x, under the {T.GAP_SIGNIFICANT:.2f}x contention line: not input; the slowdown "
-            "came from elsewhere (other processes, the step's own variance), so confidence is lowered"
+            f"{synthetic.compute_ms_median:.2f} ms alone, but {self.barely_ran_text()}; taken from the step's "
+            f"{self.step_cores:.2f} cores that slows it by at most {self.most_slowdown:.2f}x, under the "
+            f"{T.GAP_SIGNIFICANT:.2f}x contention line: not input; the slowdown came from elsewhere (other "
+            "processes, the step's own variance), so confidence is lowered"
         )
 
     def near_line_text(self, contention: Contention) -> str:
         """A contention reading within its spread of the line, below it in value, that the
         pipeline's CPU could not have pushed over: not measured again."""
         return (
-            "CPU contention is called when both the fed step and the step itself are >= "
-            f"{T.GAP_SIGNIFICANT:.2f}x slower; "
-            + "; ".join(e.text() for e in contention.edges)
-            + f", within their spread of the line, but the pipeline barely ran: alone it used {self.alone_cores:.2f} "
-            f"cores at {self.alone_over_fed:.0f}x the fed rate, so about {self.cores:.3f} cores at the fed rate, which "
-            f"slows the step's {self.step_cores:.2f} cores by at most {self.most_slowdown:.2f}x, under the line: not "
-            "contention, whatever a longer run read, so the modes were not measured again"
+            f"{CALLED_WHEN}; " + "; ".join(e.text() for e in contention.edges)
+            + f", within their spread of the line, but {self.barely_ran_text()}, which slows the step's "
+            f"{self.step_cores:.2f} cores by at most {self.most_slowdown:.2f}x, under the line: not contention, "
+            "whatever a longer run read, so the modes were not measured again"
         )
 
 

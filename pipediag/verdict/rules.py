@@ -38,6 +38,7 @@ from pipediag.verdict import thresholds as T
 from pipediag.verdict.busy_gpu import busy_gpu_verdict
 from pipediag.verdict.container import with_container
 from pipediag.verdict.contention import (
+    CALLED_WHEN,
     contended_by_others,
     host_idle_cores,
     idle_cores,
@@ -276,7 +277,7 @@ def _cpu_contention(r: _Reading) -> Verdict | None:
         # slowdown from the step, so the reading cannot make this contention, on its line or
         # off it, and is not measured again (no facts.edges).
         r.facts["pipeline_cores_at_fed_rate"] = light.cores
-        if slowed or all(e.above for e in contention.edges):
+        if all(e.above for e in contention.edges):  # so when decided, which needs both above
             # Slower by the line or more: the slowdown came from elsewhere.
             r.noisy = True
             r.evidence.append(light.text(pipeline, synthetic))
@@ -301,8 +302,7 @@ def _cpu_contention(r: _Reading) -> Verdict | None:
         r.facts["edges"] = [e.to_dict() for e in contention.edges]
         r.evidence.append(
             f"the step itself took {pipeline.compute_ms_median:.2f} ms beside the pipeline vs "
-            f"{synthetic.compute_ms_median:.2f} ms alone; CPU contention is called when both the fed step and the "
-            f"step itself are >= {T.GAP_SIGNIFICANT:.2f}x slower, but "
+            f"{synthetic.compute_ms_median:.2f} ms alone; {CALLED_WHEN}, but "
             + "; ".join(e.text() for e in contention.edges if e.straddles)
             + ": within its run-to-run spread of the line, so not decided on it; confidence lowered"
         )

@@ -7,6 +7,7 @@ from typing import Any
 
 from pipediag import stats
 from pipediag.analysis.gpu import GpuWindow, PeakMemory, gpu_windows, peak_memory
+from pipediag.analysis.regimes import Regimes, find_regimes
 from pipediag.analysis.waiting import CpuWhileWaiting, cpu_while_waiting
 from pipediag.records.container import Throttling, throttling
 from pipediag.records.readings import Sample, SampleLog
@@ -57,6 +58,8 @@ class ModeSummary:
     effective_cores: float | None = None
     throttling: Throttling | None = None
     throttling_reason: str | None = None
+    # The window's steps ran at two speeds in stretches (analysis.regimes); None: at one speed.
+    regimes: Regimes | None = None
 
     @property
     def cores(self) -> float | None:
@@ -151,6 +154,7 @@ def summarize(run: ModeRun, log: SampleLog) -> ModeSummary:
         effective_cores=None if log.container is None else log.container.effective_cores,
         throttling=throttled,
         throttling_reason=throttled_reason,
+        regimes=find_regimes(step_ns),
     )
 
 
@@ -236,6 +240,8 @@ def summary_from_dict(d: dict[str, Any]) -> ModeSummary:
         d["peak_memory"] = PeakMemory(**d["peak_memory"])
     if d.get("throttling") is not None:
         d["throttling"] = Throttling.from_dict(d["throttling"])
+    if d.get("regimes") is not None:
+        d["regimes"] = Regimes(**d["regimes"])
     return ModeSummary(**d)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from pipediag import stats
 from pipediag.analysis.modes import input_side_cpu, summarize
+from pipediag.analysis.regimes import Regimes
 from pipediag.errors import MeasurementError, UserCodeError
 from pipediag.modes.runner import longer, run_mode
 from pipediag.modes.watchdog import Watchdog
@@ -263,10 +264,11 @@ class Gathering:
         return None if self.plan.thorough else stages_untimed_reason(self.verdict_so_far())
 
     def measure_edges_again(self) -> None:
-        """A verdict reading sat within its run-to-run spread of its threshold: measure the two
-        modes it compares again, back to back and longer, rather than decide on a coin toss."""
-        edges = edges_on_the_line(self.state, self.sampler.log())
-        if not edges:
+        """A verdict reading sat within its run-to-run spread of its threshold, or the free step ran
+        at two speeds that could change the verdict: measure the two modes it compares again, back
+        to back and longer, rather than decide on a coin toss."""
+        edges, switched = readings_to_measure_again(self.state, self.sampler.log())
+        if not edges and switched is None:
             return
         longer_rule = longer(self.rule)
         synthetic = self.measure("synthetic", self.free_input(), True, mode_rule=longer_rule)
@@ -278,11 +280,16 @@ class Gathering:
         if pipeline.stop_reason == DECIDED:
             window = (f"synthetic over {longer_rule.max_seconds:.0f} s, pipeline until the reading was decided "
                       f"({decided.reason}, after {(pipeline.end_ns - pipeline.start_ns) / 1e9:.1f} s)")
+        why = []
+        if edges:
+            why.append("a verdict reading sat within its spread of its threshold ("
+                       + "; ".join(Edge(**{k: v for k, v in e.items() if k != "straddles"}).text() for e in edges) + ")")
+        if switched is not None:
+            why.append(f"with free input the step ran at two speeds ({Regimes(**switched).text()}), and its fast "
+                       "stretches could make the input side the limit")
         self.state.notes.append(
-            "a verdict reading sat within its spread of its threshold ("
-            + "; ".join(Edge(**{k: v for k, v in e.items() if k != "straddles"}).text() for e in edges)
-            + f"): synthetic and pipeline modes were measured again, back to back, {window}, and the verdict uses "
-            "those runs"
+            "; ".join(why) + f": synthetic and pipeline modes were measured again, back to back, {window}, and the "
+            "verdict uses those runs"
         )
 
     def contention_decided(self, synthetic: ModeRun, edges: list[dict]):
@@ -518,9 +525,11 @@ class Gathering:
                                   probed_after_s=round(after, 3)))
 
 
-def edges_on_the_line(state: DiagnoseRun, log) -> list[dict]:
-    """The verdict's readings that straddle their threshold, judged on the modes run so far."""
+def readings_to_measure_again(state: DiagnoseRun, log) -> tuple[list[dict], dict | None]:
+    """The verdict's readings that straddle their threshold, and the free step's two speeds where
+    they could change it (facts.free_step_regimes), judged on the modes run so far."""
     if "synthetic" not in state.runs or "pipeline" not in state.runs:
-        return []
+        return [], None
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
-    return straddling(decide(summaries, container=log.container).facts)
+    facts = decide(summaries, container=log.container).facts
+    return straddling(facts), facts.get("free_step_regimes")

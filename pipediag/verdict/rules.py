@@ -18,6 +18,8 @@ Order of the rules (first match wins), each explained in docs/verdict.md:
              was busy, but while it was, fewer than 25% of its SMs had work: small kernels.
 6. compute — the step itself is the limit; with GPM, memory-bandwidth-bound when DRAM bandwidth
              is >= 50% of peak while no arithmetic pipe is busy 30% of the time.
+Before 4-6: a free step that ran at two speeds, mostly the slow one, lowers confidence when at its
+fast stretches' rate the input side could be the limit (analysis.regimes; diagnose measures again).
 CPU use is judged against the cores this process may use (a container's quota, cpuset or
 affinity), and every verdict gets the container's CPU limit as evidence: a mode throttled in
 >= 25% of its CFS periods ran at its quota (verdict.container).
@@ -26,7 +28,7 @@ affinity), and every verdict gets the container's CPU limit as evidence: a mode 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from pipediag.analysis.buffers import BufferEstimate
@@ -144,6 +146,7 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
     found = _input_verdict(reading, handover, handover_missing)  # 3. input
     if found is not None:
         return found
+    _free_step_switched(reading)
     return _step_verdict(reading, gpu_expected)  # 4-6. the step is the limit
 
 
@@ -319,6 +322,36 @@ def _cpu_contention(r: _Reading) -> Verdict | None:
     return Verdict(
         "input", "medium", "input-bound through CPU contention: preprocessing slows the step down",
         tuple(r.evidence), cpu_pattern=r.pattern, facts=r.facts,
+    )
+
+
+def _free_step_switched(r: _Reading) -> None:
+    """Before the step is called the limit: a free step that ran at two speeds, mostly the slow one
+    (analysis.regimes), has a free rate and median from its slow stretches, which understate what
+    the step does when nothing slows it. When at its fast stretches' rate the input side could be
+    the limit (input alone slower than that rate, or the fed step that much slower than it with a
+    pipeline heavy enough to cause it), the verdict says so and its confidence drops; diagnose
+    measures the two modes again first (facts.free_step_regimes). Otherwise the speeds change nothing."""
+    regimes = r.synthetic.regimes
+    if regimes is None or not regimes.median_in_slow or not r.pipeline.batches_per_sec:
+        return
+    fast = regimes.fast_per_sec
+    alone = r.input_only.batches_per_sec if r.input_only is not None else None
+    light = pipeline_cpu_at_fed_rate(r.synthetic, r.pipeline, r.input_only)
+    fed_slower = fast / r.pipeline.batches_per_sec
+    if alone is not None and alone < fast:
+        why = f"input alone ({alone:.1f} batches/s) would not keep up with it"
+    elif fed_slower >= T.GAP_SIGNIFICANT and not (light is not None and light.too_light):
+        why = (f"the fed step ({r.pipeline.batches_per_sec:.1f} batches/s) would be {fed_slower:.2f}x slower than it, "
+               f"over the {T.GAP_SIGNIFICANT:.2f}x contention line")
+    else:
+        return
+    r.noisy = True
+    r.facts["free_step_regimes"] = asdict(regimes)
+    r.evidence.append(
+        f"with free input the step ran at two speeds, {regimes.text()}: its input did not change, so the machine or "
+        f"the step's own threads did; the free rate and median come from the slow stretches, and at the fast stretches' "
+        f"{fast:.1f} steps/s, {why}, so the input side may be the limit: confidence lowered"
     )
 
 

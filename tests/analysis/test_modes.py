@@ -101,3 +101,15 @@ def test_one_gpu_reads_as_before():
     samples = tuple(Sample(t * 100 * MS, cpu([50, 50]), (_gpu(0, 70.0),)) for t in range(1, 11))
     m = summarize(run([0] * 10, [100] * 10), SampleLog(interval_s=0.1, samples=samples))
     assert m.gpus == () and m.gpu.index == 0 and m.gpu_util_pct == 70.0
+
+
+def test_a_window_at_two_speeds_carries_its_regimes_and_they_survive_the_json():
+    from pipediag.analysis.modes import summary_from_dict
+
+    log = SampleLog(interval_s=0.1, samples=(), gpu_unavailable_reason="no GPU")
+    steady = summarize(run([0] * 100, [20] * 100, name="synthetic"), log)
+    switched = summarize(run([0] * 100, [20] * 30 + [40] * 70, name="synthetic"), log)
+    assert steady.regimes is None
+    assert switched.regimes is not None and switched.regimes.median_in_slow
+    assert switched.regimes.fast_ms == 20.0 and switched.regimes.slow_ms == 40.0
+    assert summary_from_dict(switched.to_dict()).regimes == switched.regimes

@@ -281,9 +281,18 @@ def test_a_tuning_read_that_hangs_ends_the_run_as_stalled_with_the_modes_kept(mo
     assert d.runs["pipeline"].steps > 0 and "tuned" not in d.runs
 
 
-def test_a_contention_reading_on_its_line_is_measured_again_until_decided(monkeypatch):
-    """A straddling contention reading (scripted: the run's own are rarely on the line) makes
-    synthetic and pipeline modes run again, back to back; the in-memory pipeline leaves a 30-ms
+ON_THE_LINE = ([{"rule": "cpu_contention", "what": "the step's own time beside the pipeline over alone",
+                 "value": 1.16, "low": 1.05, "high": 1.3, "threshold": 1.15, "unit": "x", "straddles": True}], None)
+TWO_SPEEDS = ([], {"fast_ms": 22.7, "slow_ms": 36.4, "fast_share": 0.38, "fast_per_sec": 41.7, "stretches": 6,
+                   "separation": 11.1})
+
+
+@pytest.mark.parametrize("readings, why", [(ON_THE_LINE, "sat within its spread of its threshold"),
+                                           (TWO_SPEEDS, "with free input the step ran at two speeds (22.70 ms")])
+def test_a_contention_reading_on_its_line_is_measured_again_until_decided(monkeypatch, readings, why):
+    """A straddling contention reading, or a free step at two speeds whose fast stretches could
+    change the verdict (scripted: the run's own are rarely so), makes synthetic and pipeline modes
+    run again, back to back; the in-memory pipeline leaves a 30-ms
     step as fast as alone (its own time 1.01x alone here; a 4-ms step read 1.05-1.09x, inside
     the 10% margin around the 1.15x line, so it ran its window to the end), so the new pipeline
     run ends once that is settled, well before its longer window, and the note says which reading
@@ -294,12 +303,9 @@ def test_a_contention_reading_on_its_line_is_measured_again_until_decided(monkey
 
     def on_the_line(state, log):
         calls.append(1)
-        if len(calls) > 1:
-            return []
-        return [{"rule": "cpu_contention", "what": "the step's own time beside the pipeline over alone",
-                 "value": 1.16, "low": 1.05, "high": 1.3, "threshold": 1.15, "unit": "x", "straddles": True}]
+        return ([], None) if len(calls) > 1 else readings
 
-    monkeypatch.setattr(gather, "edges_on_the_line", on_the_line)
+    monkeypatch.setattr(gather, "readings_to_measure_again", on_the_line)
     rule = StopRule(max_seconds=3.0, min_seconds=0.5, min_steps=10, warmup_steps=3)
 
     def sleeping_step(batch):  # a steady 30-ms step that the pipeline's few microseconds cannot slow
@@ -307,7 +313,7 @@ def test_a_contention_reading_on_its_line_is_measured_again_until_decided(monkey
 
     d = pipediag.diagnose(P.in_memory, step=sleeping_step, stop_rule=rule, modes=("synthetic", "pipeline"))
     note = next(n for n in d.notes if "measured again, back to back" in n)
-    assert "pipeline until the reading was decided" in note and "not contention" in note, note
+    assert why in note and "pipeline until the reading was decided" in note and "not contention" in note, note
     assert d.modes["pipeline"].stop_reason == "decided"
     assert d.modes["synthetic"].stop_reason in ("time_cap", "max_steps")  # the reference runs its window
     remeasure = next(p.seconds for p in d.phases if p.name == "remeasure")

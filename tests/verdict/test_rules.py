@@ -445,3 +445,46 @@ def test_a_step_faster_beside_the_pipeline_is_not_near_contention_however_wide_i
                        compute_ms_median_ci=(108.0, 168.0))
     v = decide(modes(synthetic, pipeline, summary("input_only", 1780)))
     assert v.bottleneck == "compute" and "edges" not in v.facts
+
+
+def switched_modes(fast_share=0.38, input_only_rate=57.4, input_only_process=100.0, pipeline_rate=25.3):
+    """real/kerasio_timeseries, 2026-12-04 19:38: the free step ran 22.7-ms and 36.4-ms stretches,
+    mostly slow, so its median (35.7 ms) and rate (31.8/s) come from the slow ones; the fed step
+    took 35.4 ms (0.99x), at 25.3/s (1.26x), beside a pipeline of about one core alone."""
+    from pipediag.analysis.regimes import Regimes
+
+    regimes = Regimes(fast_ms=22.7, slow_ms=36.4, fast_share=fast_share, fast_per_sec=41.7, stretches=6,
+                      separation=11.1)
+    synthetic = replace(summary("synthetic", 31.8, compute_ms=35.74, per_core=[86, 87], process=170.0),
+                        compute_ms_median_ci=(35.35, 35.96), regimes=regimes)
+    pipeline = replace(summary("pipeline", pipeline_rate, wait=0.02, compute_ms=35.4, per_core=[90, 90], process=175.0),
+                       compute_ms_median_ci=(35.0, 35.9))
+    return modes(synthetic, pipeline, summary("input_only", input_only_rate, per_core=[60, 60],
+                                              process=input_only_process))
+
+
+def test_a_free_step_mostly_in_its_slow_stretches_lowers_a_compute_verdict_and_says_why():
+    v = decide(switched_modes())
+    assert (v.bottleneck, v.confidence) == ("compute", "low")
+    assert v.facts["free_step_regimes"]["fast_per_sec"] == 41.7  # diagnose measures the modes again
+    text = next(e for e in v.evidence if "ran at two speeds" in e)
+    assert "22.70 ms per step for 38% of its steps and 36.40 ms (1.60x slower) for the rest, in 6 stretches" in text
+    assert "at the fast stretches' 41.7 steps/s, the fed step (25.3 batches/s) would be 1.65x slower" in text
+    assert text.endswith("so the input side may be the limit: confidence lowered")
+
+
+def test_input_alone_slower_than_the_fast_stretches_is_reason_enough():
+    v = decide(switched_modes(input_only_rate=39.0, pipeline_rate=38.0))  # fed 1.10x under the fast rate
+    assert (v.bottleneck, v.confidence) == ("compute", "low")
+    assert "input alone (39.0 batches/s) would not keep up with it" in next(e for e in v.evidence if "two speeds" in e)
+
+
+@pytest.mark.parametrize("changes", [
+    {"fast_share": 0.62},  # mostly fast: the median is the fast speed already
+    {"input_only_rate": 600.0, "input_only_process": 190.0},  # ~0.08 cores at the fed rate: too light to slow it
+    {"pipeline_rate": 37.0},  # fed 1.13x under the fast rate, and input alone keeps up with it
+])
+def test_two_speeds_that_cannot_change_the_verdict_leave_it_alone(changes):
+    v = decide(switched_modes(**changes))
+    assert (v.bottleneck, v.confidence) == ("compute", "high")
+    assert "free_step_regimes" not in v.facts and not any("two speeds" in e for e in v.evidence)

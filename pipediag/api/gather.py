@@ -147,7 +147,7 @@ class Gathering:
         state = self.state
         settled = settling_warmup(self.clock_ns, self.rule.usual_seconds)
         synthetic = self.measure("synthetic", self.free_input(), True, first_step_is_compile=True,
-                                 warmup_until=settled)
+                                 warmup_until=settled, keep_warmup=lambda: settled.steady)
         warmup_note = settled.note()
         if warmup_note:
             state.notes.append(warmup_note)

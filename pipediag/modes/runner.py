@@ -69,6 +69,7 @@ def run_mode(
     watchdog: Watchdog | None = None,
     decided: Callable[[list[int], list[int]], bool] | None = None,
     paused_ns: Callable[[], int] | None = None,
+    keep_warmup: Callable[[], bool] | None = None,
 ) -> ModeRun:
     """Time one mode. `warmup_until`, if given, extends the warm-up until it returns True
     (bounded by `rule.warmup_max_seconds`), e.g. until a cache has been filled once.
@@ -88,7 +89,11 @@ def run_mode(
     (verdict.sequential: the readings that decide the verdict are clear of their lines).
     `paused_ns` (Step.paused_ns), with `step`: the time the step's caller spent outside any step
     (a script's validation between two window steps) is kept out of each step's time and of the
-    elapsed time the caps count, and the mode's notes say how much there was."""
+    elapsed time the caps count, and the mode's notes say how much there was.
+    `keep_warmup`, if given, is asked once the warm-up has ended: True makes its steps past the
+    fixed warm-up (those `warmup_until` held it for) the first timed steps, the window starting
+    where they began (modes.warmup.Settled.steady: they ran at one speed). Not when the step's
+    caller paused during them."""
     if dispatch is not None and step is not None:
         raise ValueError("give step or dispatch, not both")
     overlapped = Overlapped(clock_ns, next_batch, dispatch, hideable_ns) if dispatch is not None else None
@@ -99,6 +104,8 @@ def run_mode(
                        paused_ns=paused_ns)
     try:
         timer.warm_up(first_step_is_compile, warmup_until)
+        if keep_warmup is not None and keep_warmup():
+            timer.time_from_late_warmup()
         return timer.time()  # ends time_cap, max_steps or stable
     except OutOfMemory as oom:
         return timer.finish(OUT_OF_MEMORY, oom.error)
@@ -129,6 +136,7 @@ class _ModeTimer:
         self.first_step_ns: int | None = None
         self.warmup_steps = 0
         self.late_warmup: list[tuple[int, int, int, int]] = []  # (wait, compute, fetch, block) past the fixed warm-up
+        self.late_start: tuple[int, int] | None = None  # (clock, paused) when the first of them began
         self.warm_start = clock_ns()
         self.window_start = self.warm_start
         self.wait: list[int] = []
@@ -166,8 +174,11 @@ class _ModeTimer:
             if elapsed_s > rule.warmup_max_seconds:
                 self.notes.append(f"warm-up stopped after {elapsed_s:.1f} s before its condition was met")
                 break
+            late = self.warmup_steps - compile_steps >= rule.warmup_steps
+            if late and self.late_start is None:
+                self.late_start = (self.clock_ns(), self.paused_ns())
             w, c = guarded(clocked.one)
-            if self.warmup_steps - compile_steps >= rule.warmup_steps:
+            if late:
                 f, b = overlapped.last if overlapped is not None else (0, 0)
                 self.late_warmup.append((w, c, f, b))  # past the fixed warm-up: kept if the run ends before timing
             self.seen_shape()
@@ -175,14 +186,33 @@ class _ModeTimer:
             if self.progress is not None:
                 self.progress(self.name, 0.0, rule.usual_seconds, 0)
 
+    def time_from_late_warmup(self) -> None:
+        """The warm-up's steps past its fixed ones become the first timed steps (run_mode's
+        `keep_warmup`), unless the step's caller paused while they ran."""
+        if not self.late_warmup or self.late_start is None or self.paused_ns() != self.late_start[1]:
+            return
+        self.take_late_warmup()
+        self.warmup_steps -= len(self.late_warmup)
+        self.window_start, self.paused_at_window_start = self.late_start
+
+    def take_late_warmup(self) -> None:
+        """The warm-up's steps past its fixed ones, appended to the timed steps."""
+        late = self.late_warmup
+        self.wait.extend(w for w, _, _, _ in late)
+        self.compute.extend(c for _, c, _, _ in late)
+        if self.overlapped is not None:
+            self.fetch.extend(f for _, _, f, _ in late)
+            self.block.extend(b for _, _, _, b in late)
+
     def time(self) -> ModeRun:
         """Timed steps until the time cap, the step cap, stable timings, or a decision (`decided`)."""
         rule, overlapped, decided = self.rule, self.overlapped, self.decided
         first_check_s = min(rule.min_seconds, rule.decide_min_seconds) if decided is not None else rule.min_seconds
         first_check_steps = min(rule.min_steps, rule.decide_min_steps) if decided is not None else rule.min_steps
         wait, compute = self.wait, self.compute
-        self.window_start = self.clock_ns()
-        self.paused_at_window_start = self.paused_ns()
+        if not wait:  # else timed from the warm-up's late steps (time_from_late_warmup)
+            self.window_start = self.clock_ns()
+            self.paused_at_window_start = self.paused_ns()
         last_check = 0
         last_progress_ns = 0
         while True:
@@ -226,11 +256,7 @@ class _ModeTimer:
         late = self.late_warmup
         if self.wait or not late:
             return
-        self.wait.extend(w for w, _, _, _ in late)
-        self.compute.extend(c for _, c, _, _ in late)
-        if self.overlapped is not None:
-            self.fetch.extend(f for _, _, f, _ in late)
-            self.block.extend(b for _, _, _, b in late)
+        self.take_late_warmup()
         self.window_start = self.warm_start
         self.notes.append(f"interrupted during warm-up: its last {len(late)} steps (after the first "
                           f"{self.rule.warmup_steps}) stand in for the timings, and may be slower than the steady state")

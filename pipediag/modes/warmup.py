@@ -10,8 +10,10 @@ on a faster step: the fed step's slowdown was overstated and a tuned pipeline "b
 the steps into windows of at least WINDOW_S seconds (and MIN_WINDOW_STEPS steps), and is met when
 the latest window's rate is no more than RISE above the rate two windows earlier (a rise slower
 than one window's noise shows only across two). A step that is steady from the start costs three
-windows (shorter windows under a short mode cap). It gives up after `max_seconds`, and then says
-the step was still speeding up where its windows show it.
+windows (shorter windows under a short mode cap), and when its three windows ran at one speed
+(`steady`) they become the start of synthetic mode's timed window rather than a cost before it.
+It gives up after `max_seconds`, and then says the step was still speeding up where its windows
+show it.
 Pure Python, with an injected clock.
 """
 
@@ -66,6 +68,16 @@ class Settled:
         if len(self.rates) <= LOOKBACK_WINDOWS:
             return False
         return self.rates[-1] <= self.rates[-1 - LOOKBACK_WINDOWS] * (1 + RISE)
+
+    @property
+    def steady(self) -> bool:
+        """Settled at its first check, with no window more than RISE faster than another: the step
+        ran at one speed from the first window on, so those windows' steps are the steady state and
+        synthetic mode times from the first of them (run_mode's `keep_warmup`) instead of timing a
+        window of its own after them. A step that rose, fell or took longer to settle is timed
+        afresh, as before."""
+        return (not self.gave_up and len(self.rates) == LOOKBACK_WINDOWS + 1
+                and max(self.rates) <= min(self.rates) * (1 + RISE))
 
     @property
     def seconds(self) -> float:

@@ -69,6 +69,64 @@ def test_run_mode_keeps_the_settling_steps_out_of_the_timings():
     assert max(run.compute_ns) <= 11e6  # only settled steps were timed
 
 
+SETTLING_RULE = StopRule(max_seconds=10.0, min_seconds=2.0, min_steps=20)
+
+
+def timed_after_settling(step_ms_at, rule=SETTLING_RULE, paused=None):
+    """run_mode as synthetic mode runs it: compile step, fixed warm-up, settling, `keep_warmup`."""
+    clock = FakeClock()
+    settled = Settled(clock, max_seconds=30.0)
+
+    def step(batch):
+        clock.ns += int(step_ms_at(clock.ns / 1e9) * 1e6)
+
+    run = run_mode("synthetic", lambda: 1, step, rule, clock_ns=clock, warmup_until=settled,
+                   first_step_is_compile=True, keep_warmup=lambda: settled.steady, paused_ns=paused)
+    return run, settled, clock.ns / 1e9
+
+
+def test_a_step_steady_through_its_settling_windows_is_timed_from_the_first_of_them():
+    run, settled, seconds = timed_after_settling(lambda t: 10.0)
+    assert settled.steady and run.stop_reason == "stable"
+    assert run.warmup_steps == 1 + 5  # the compile step and the fixed warm-up
+    assert len(run.compute_ns) == pytest.approx(225, abs=3)  # the three 0.75-s windows' steps: stable at once
+    assert (run.end_ns - run.start_ns) / 1e9 == pytest.approx(2.25, abs=0.05)
+    assert seconds == pytest.approx(0.06 + 2.25, abs=0.05)  # compile and fixed steps, the windows: not + 2.0 afresh
+
+
+@pytest.mark.parametrize("step_ms_at", [
+    lambda t: 12.0 if t < 1.3 else 10.0,  # rose within the windows (settled: not by 5% over two windows)
+    lambda t: max(24.0, 48.0 - 2.4 * t),  # sped up for seconds: settled late
+    lambda t: 10.0 if t < 1.8 else 11.0,  # slowed in its last window
+])
+def test_a_step_whose_speed_moved_in_its_warm_up_is_timed_afresh(step_ms_at):
+    run, settled, _ = timed_after_settling(step_ms_at)
+    assert not settled.steady
+    windows_s = settled.window_s * len(settled.rates)
+    assert run.start_ns >= settled._start_ns + int(windows_s * 1e9)  # after the warm-up's windows
+    assert (run.end_ns - run.start_ns) / 1e9 >= 2.0  # a window of its own, min_seconds long
+
+
+def test_a_pause_in_the_settling_windows_keeps_them_out():
+    # pipediag run: the script's own work between two steps fell in the warm-up's windows.
+    pauses = {"ns": 0}
+
+    def paused():
+        return pauses["ns"]
+
+    clock_steps = {"n": 0}
+
+    def step_ms_at(t):
+        clock_steps["n"] += 1
+        if clock_steps["n"] == 50:
+            pauses["ns"] += 1_000_000  # a 1-ms pause, counted by the step's caller
+        return 10.0
+
+    run, settled, _ = timed_after_settling(step_ms_at, paused=paused)
+    assert settled.steady and (run.end_ns - run.start_ns) / 1e9 >= 2.0
+    assert run.warmup_steps > 6
+
+
 def test_a_short_mode_cap_shortens_the_windows_and_a_steady_step_is_not_called_rising():
     clock = FakeClock()
     settled = Settled(clock, max_seconds=1.5)

@@ -264,11 +264,11 @@ class Gathering:
         return None if self.plan.thorough else stages_untimed_reason(self.verdict_so_far())
 
     def measure_edges_again(self) -> None:
-        """A verdict reading sat within its run-to-run spread of its threshold, or the free step ran
-        at two speeds that could change the verdict: measure the two modes it compares again, back
+        """A verdict reading sat within its run-to-run spread of its threshold, or the free step was
+        timed slower than the step runs where that could change the verdict: measure the two modes it compares again, back
         to back and longer, rather than decide on a coin toss."""
-        edges, switched = readings_to_measure_again(self.state, self.sampler.log())
-        if not edges and switched is None:
+        edges, free_step = readings_to_measure_again(self.state, self.sampler.log())
+        if not edges and free_step is None:
             return
         longer_rule = longer(self.rule)
         synthetic = self.measure("synthetic", self.free_input(), True, mode_rule=longer_rule)
@@ -284,9 +284,8 @@ class Gathering:
         if edges:
             why.append("a verdict reading sat within its spread of its threshold ("
                        + "; ".join(Edge(**{k: v for k, v in e.items() if k != "straddles"}).text() for e in edges) + ")")
-        if switched is not None:
-            why.append(f"with free input the step ran at two speeds ({Regimes(**switched).text()}), and its fast "
-                       "stretches could make the input side the limit")
+        if free_step is not None:
+            why.append(free_step)
         self.state.notes.append(
             "; ".join(why) + f": synthetic and pipeline modes were measured again, back to back, {window}, and the "
             "verdict uses those runs"
@@ -525,11 +524,24 @@ class Gathering:
                                   probed_after_s=round(after, 3)))
 
 
-def readings_to_measure_again(state: DiagnoseRun, log) -> tuple[list[dict], dict | None]:
-    """The verdict's readings that straddle their threshold, and the free step's two speeds where
-    they could change it (facts.free_step_regimes), judged on the modes run so far."""
+def readings_to_measure_again(state: DiagnoseRun, log) -> tuple[list[dict], str | None]:
+    """The verdict's readings that straddle their threshold, and why the free step may have been
+    timed slower than the step runs where that could change the verdict (facts.free_step_regimes,
+    facts.free_step_slower_than_fed), judged on the modes run so far."""
     if "synthetic" not in state.runs or "pipeline" not in state.runs:
         return [], None
     summaries = {name: summarize(run, log) for name, run in state.runs.items()}
     facts = decide(summaries, container=log.container).facts
-    return straddling(facts), facts.get("free_step_regimes")
+    return straddling(facts), free_step_understated(facts)
+
+
+def free_step_understated(facts: dict) -> str | None:
+    """Why the free step may have been timed slower than the step runs, in words, or None."""
+    if facts.get("free_step_regimes") is not None:
+        return (f"with free input the step ran at two speeds ({Regimes(**facts['free_step_regimes']).text()}), and "
+                "its fast stretches could make the input side the limit")
+    slower = facts.get("free_step_slower_than_fed")
+    if slower is not None:
+        return (f"the step ran {slower['ratio']:.2f}x slower alone ({slower['free_ms']:.2f} ms) than beside the "
+                f"pipeline ({slower['fed_ms']:.2f} ms), and at the fed step's speed the input side could be the limit")
+    return None

@@ -18,8 +18,9 @@ Order of the rules (first match wins), each explained in docs/verdict.md:
              was busy, but while it was, fewer than 25% of its SMs had work: small kernels.
 6. compute — the step itself is the limit; with GPM, memory-bandwidth-bound when DRAM bandwidth
              is >= 50% of peak while no arithmetic pipe is busy 30% of the time.
-Before 4-6: a free step that ran at two speeds, mostly the slow one, lowers confidence when at its
-fast stretches' rate the input side could be the limit (analysis.regimes; diagnose measures again).
+Before 4-6: a free step timed slower than the step can run (two speeds, mostly the slow one:
+analysis.regimes; or its own time clearly over the fed step's) lowers confidence when at the faster
+speed the input side could be the limit (diagnose measures the two modes again first).
 CPU use is judged against the cores this process may use (a container's quota, cpuset or
 affinity), and every verdict gets the container's CPU limit as evidence: a mode throttled in
 >= 25% of its CFS periods ran at its quota (verdict.container).
@@ -146,7 +147,8 @@ def _decide(modes: dict[str, ModeSummary | None], gpu_expected: bool, *, buffers
     found = _input_verdict(reading, handover, handover_missing)  # 3. input
     if found is not None:
         return found
-    _free_step_switched(reading)
+    if not _free_step_switched(reading):
+        _free_step_slower_than_fed(reading)
     return _step_verdict(reading, gpu_expected)  # 4-6. the step is the limit
 
 
@@ -325,33 +327,78 @@ def _cpu_contention(r: _Reading) -> Verdict | None:
     )
 
 
-def _free_step_switched(r: _Reading) -> None:
+def _free_step_switched(r: _Reading) -> bool:
     """Before the step is called the limit: a free step that ran at two speeds, mostly the slow one
     (analysis.regimes), has a free rate and median from its slow stretches, which understate what
     the step does when nothing slows it. When at its fast stretches' rate the input side could be
     the limit (input alone slower than that rate, or the fed step that much slower than it with a
     pipeline heavy enough to cause it), the verdict says so and its confidence drops; diagnose
-    measures the two modes again first (facts.free_step_regimes). Otherwise the speeds change nothing."""
+    measures the two modes again first (facts.free_step_regimes). Otherwise the speeds change nothing.
+    True when it said so."""
     regimes = r.synthetic.regimes
     if regimes is None or not regimes.median_in_slow or not r.pipeline.batches_per_sec:
-        return
+        return False
     fast = regimes.fast_per_sec
-    alone = r.input_only.batches_per_sec if r.input_only is not None else None
+    alone = _alone_slower_than(r, fast)
     light = pipeline_cpu_at_fed_rate(r.synthetic, r.pipeline, r.input_only)
     fed_slower = fast / r.pipeline.batches_per_sec
-    if alone is not None and alone < fast:
-        why = f"input alone ({alone:.1f} batches/s) would not keep up with it"
+    if alone is not None:
+        why = alone
     elif fed_slower >= T.GAP_SIGNIFICANT and not (light is not None and light.too_light):
         why = (f"the fed step ({r.pipeline.batches_per_sec:.1f} batches/s) would be {fed_slower:.2f}x slower than it, "
                f"over the {T.GAP_SIGNIFICANT:.2f}x contention line")
     else:
-        return
+        return False
     r.noisy = True
     r.facts["free_step_regimes"] = asdict(regimes)
     r.evidence.append(
         f"with free input the step ran at two speeds, {regimes.text()}: its input did not change, so the machine or "
         f"the step's own threads did; the free rate and median come from the slow stretches, and at the fast stretches' "
         f"{fast:.1f} steps/s, {why}, so the input side may be the limit: confidence lowered"
+    )
+    return True
+
+
+def _alone_slower_than(r: _Reading, rate: float) -> str | None:
+    """`input alone (N batches/s) would not keep up with it` when input_only mode ran slower than `rate`."""
+    alone = r.input_only.batches_per_sec if r.input_only is not None else None
+    if alone is None or alone >= rate:
+        return None
+    return f"input alone ({alone:.1f} batches/s) would not keep up with it"
+
+
+def _free_step_slower_than_fed(r: _Reading) -> None:
+    """Before the step is called the limit: the step's own time beside the pipeline clearly under
+    its time alone (>= 1.15x faster fed, the two medians' intervals apart) says synthetic mode was
+    timed in a slower stretch of the machine than pipeline mode, since real batches rarely make a
+    step faster than a constant one; the free rate then understates the step. When at the fed
+    step's own speed the input side could be the limit (input alone slower than it, or a pipeline
+    heavy enough to slow the step by the contention line), the verdict says so and its confidence
+    drops; diagnose measures the two modes again first (facts.free_step_slower_than_fed)."""
+    s, p = r.synthetic, r.pipeline
+    if not s.compute_ms_median or not p.compute_ms_median or not s.compute_ms_median_ci or not p.compute_ms_median_ci:
+        return
+    ratio = s.compute_ms_median / p.compute_ms_median
+    if ratio < T.GAP_SIGNIFICANT or p.compute_ms_median_ci[1] >= s.compute_ms_median_ci[0]:
+        return
+    own = 1000.0 / p.compute_ms_median
+    light = pipeline_cpu_at_fed_rate(s, p, r.input_only)
+    why = _alone_slower_than(r, own)
+    if why is None and light is not None and light.too_light:
+        return
+    if why is None and light is None:
+        why = "the pipeline's CPU at the fed rate is not known, so contention cannot be ruled out"
+    elif why is None:
+        why = (f"the pipeline ({light.cores:.2f} cores at the fed rate) is heavy enough to slow a step that fast by the "
+               f"{T.GAP_SIGNIFICANT:.2f}x contention line")
+    r.noisy = True
+    r.facts["free_step_slower_than_fed"] = {"free_ms": s.compute_ms_median, "fed_ms": p.compute_ms_median,
+                                            "ratio": ratio}
+    r.evidence.append(
+        f"the step itself took {p.compute_ms_median:.2f} ms beside the pipeline and {s.compute_ms_median:.2f} ms alone "
+        f"({ratio:.2f}x slower alone, the intervals apart): synthetic mode was timed in a slower stretch of the machine "
+        f"than pipeline mode, so the free rate understates the step; at the fed step's own {own:.1f} steps/s, {why}, "
+        "so the input side may be the limit: confidence lowered"
     )
 
 

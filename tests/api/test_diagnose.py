@@ -283,8 +283,7 @@ def test_a_tuning_read_that_hangs_ends_the_run_as_stalled_with_the_modes_kept(mo
 
 ON_THE_LINE = ([{"rule": "cpu_contention", "what": "the step's own time beside the pipeline over alone",
                  "value": 1.16, "low": 1.05, "high": 1.3, "threshold": 1.15, "unit": "x", "straddles": True}], None)
-TWO_SPEEDS = ([], {"fast_ms": 22.7, "slow_ms": 36.4, "fast_share": 0.38, "fast_per_sec": 41.7, "stretches": 6,
-                   "separation": 11.1})
+TWO_SPEEDS = ([], "with free input the step ran at two speeds (22.70 ms per step ...)")
 
 
 @pytest.mark.parametrize("readings, why", [(ON_THE_LINE, "sat within its spread of its threshold"),
@@ -318,3 +317,16 @@ def test_a_contention_reading_on_its_line_is_measured_again_until_decided(monkey
     assert d.modes["synthetic"].stop_reason in ("time_cap", "max_steps")  # the reference runs its window
     remeasure = next(p.seconds for p in d.phases if p.name == "remeasure")
     assert remeasure < 6.0 + 2.0 + 3.0, d.phases  # under the 6 s + 6 s of both longer windows
+
+
+def test_why_the_free_step_was_measured_again_is_said_from_the_verdicts_facts():
+    from pipediag.api.gather import free_step_understated
+
+    regimes = {"fast_ms": 22.7, "slow_ms": 36.4, "fast_share": 0.38, "fast_per_sec": 41.7, "stretches": 6,
+               "separation": 11.1}
+    assert free_step_understated({"free_step_regimes": regimes}).startswith(
+        "with free input the step ran at two speeds (22.70 ms per step for 38% of its steps and 36.40 ms")
+    assert free_step_understated({"free_step_slower_than_fed": {"free_ms": 36.2, "fed_ms": 31.23, "ratio": 1.159}}) == (
+        "the step ran 1.16x slower alone (36.20 ms) than beside the pipeline (31.23 ms), and at the fed step's speed "
+        "the input side could be the limit")
+    assert free_step_understated({"edges": []}) is None

@@ -488,3 +488,40 @@ def test_two_speeds_that_cannot_change_the_verdict_leave_it_alone(changes):
     v = decide(switched_modes(**changes))
     assert (v.bottleneck, v.confidence) == ("compute", "high")
     assert "free_step_regimes" not in v.facts and not any("two speeds" in e for e in v.evidence)
+
+
+def slower_alone_modes(free_ci=(35.8, 36.5), fed_ci=(30.46, 31.69), input_only_rate=57.0, input_only_process=100.0):
+    """real/kerasio_timeseries, 2026-12-04 21:01: synthetic mode ran 36.2 ms a step throughout (one
+    speed, the slow one) and pipeline mode 31.2 ms, faster than "free": compute (high), where the
+    scenario is input-bound through contention."""
+    synthetic = replace(summary("synthetic", 28.9, compute_ms=36.2, per_core=[86, 87], process=170.0),
+                        compute_ms_median_ci=free_ci)
+    pipeline = replace(summary("pipeline", 29.6, wait=0.02, compute_ms=31.23, per_core=[90, 90], process=175.0),
+                       compute_ms_median_ci=fed_ci)
+    return modes(synthetic, pipeline, summary("input_only", input_only_rate, per_core=[60, 60],
+                                              process=input_only_process))
+
+
+def test_a_step_clearly_faster_beside_the_pipeline_than_alone_lowers_a_compute_verdict():
+    v = decide(slower_alone_modes())
+    assert (v.bottleneck, v.confidence) == ("compute", "low")
+    assert v.facts["free_step_slower_than_fed"]["ratio"] == pytest.approx(36.2 / 31.23)
+    text = next(e for e in v.evidence if "slower stretch of the machine" in e)
+    assert text.startswith("the step itself took 31.23 ms beside the pipeline and 36.20 ms alone (1.16x slower alone")
+    assert "at the fed step's own 32.0 steps/s, the pipeline (0.52 cores at the fed rate) is heavy enough" in text
+
+
+@pytest.mark.parametrize("changes", [
+    {"fed_ci": (30.0, 36.0)},  # the intervals overlap: not clearly faster fed
+    {"input_only_rate": 600.0, "input_only_process": 190.0},  # too light to slow it, and input alone keeps up
+])
+def test_a_fed_step_not_clearly_faster_or_a_pipeline_that_cannot_matter_leaves_the_verdict(changes):
+    v = decide(slower_alone_modes(**changes))
+    assert (v.bottleneck, v.confidence) == ("compute", "high") and "free_step_slower_than_fed" not in v.facts
+
+
+def test_input_alone_slower_than_the_fed_steps_own_speed_is_reason_enough():
+    v = decide(slower_alone_modes(input_only_rate=31.0, input_only_process=190.0))
+    assert (v.bottleneck, v.confidence) == ("compute", "low")
+    assert "input alone (31.0 batches/s) would not keep up with it" in next(
+        e for e in v.evidence if "slower stretch" in e)

@@ -265,8 +265,8 @@ class Gathering:
 
     def measure_edges_again(self) -> None:
         """A verdict reading sat within its run-to-run spread of its threshold, or the free step was
-        timed slower than the step runs where that could change the verdict: measure the two modes it compares again, back
-        to back and longer, rather than decide on a coin toss."""
+        timed slower than the step runs where that could change the verdict: measure the two modes
+        it compares again, back to back and longer, rather than decide on a coin toss."""
         edges, free_step = readings_to_measure_again(self.state, self.sampler.log())
         if not edges and free_step is None:
             return

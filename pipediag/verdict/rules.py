@@ -49,6 +49,7 @@ from pipediag.verdict.contention import (
     pipeline_cpu_at_fed_rate,
     read_contention,
 )
+from pipediag.verdict.edges import ratio_interval
 from pipediag.verdict.gpu import gpm_facts, gpm_text, gpu_edges, memory_full
 from pipediag.verdict.handover_edge import handover_edge, handover_facts, host_edge_verdict, without_handover
 from pipediag.verdict.memory import memory_verdict
@@ -376,10 +377,12 @@ def _free_step_slower_than_fed(r: _Reading) -> None:
     heavy enough to slow the step by the contention line), the verdict says so and its confidence
     drops; diagnose measures the two modes again first (facts.free_step_slower_than_fed)."""
     s, p = r.synthetic, r.pipeline
-    if not s.compute_ms_median or not p.compute_ms_median or not s.compute_ms_median_ci or not p.compute_ms_median_ci:
+    alone_over_fed = ratio_interval(s.compute_ms_median, s.compute_ms_median_ci, p.compute_ms_median,
+                                    p.compute_ms_median_ci)
+    if alone_over_fed is None or alone_over_fed[1] is None:
         return
-    ratio = s.compute_ms_median / p.compute_ms_median
-    if ratio < T.GAP_SIGNIFICANT or p.compute_ms_median_ci[1] >= s.compute_ms_median_ci[0]:
+    ratio, low, _ = alone_over_fed
+    if ratio < T.GAP_SIGNIFICANT or low <= 1.0:  # low > 1: the two medians' intervals apart
         return
     own = 1000.0 / p.compute_ms_median
     light = pipeline_cpu_at_fed_rate(s, p, r.input_only)

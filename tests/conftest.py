@@ -75,6 +75,7 @@ TF_TESTS = (
     "tests/builder/test_objects.py",
     "tests/builder/test_prepare.py",
     "tests/builder/test_tfds_target.py",
+    "tests/backends/test_tf_import.py",
     "tests/callbacks/test_keras.py",
     "tests/commands/test_fix.py",
     "tests/patch/test_decode_crop_tf.py",

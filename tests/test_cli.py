@@ -207,6 +207,23 @@ def test_a_sys_exit_in_code_a_command_runs_is_the_users_and_exits_1(monkeypatch,
     assert version.value.code == 0
 
 
+def test_only_the_commands_own_process_leaves_its_objects_to_the_operating_system(monkeypatch, capsys):
+    """As the command (argv None) main freezes the collector's objects, so shutdown does not walk
+    them again; called with arguments (a test, a caller's process) it leaves the collector alone."""
+    import gc
+
+    from pipediag import cli
+
+    frozen_before = gc.get_freeze_count()
+    try:
+        assert cli.main([]) == cli.EXIT_USAGE and gc.get_freeze_count() == frozen_before
+        monkeypatch.setattr(sys, "argv", ["pipediag"])
+        assert cli.main() == cli.EXIT_USAGE and gc.get_freeze_count() > frozen_before
+    finally:
+        gc.unfreeze()
+    assert "diagnose" in capsys.readouterr().out  # the help, both times
+
+
 def test_threads_left_names_the_non_daemon_threads_by_what_they_run():
     import threading
 

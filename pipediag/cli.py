@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
+from pipediag import backends
 from pipediag._version import __version__
 from pipediag.commands import baseline, compare, diagnose, env, fix, report, run, scale, sweep
 from pipediag.commands.common import (
@@ -84,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command. Called as the command (argv None), a process with a thread still stuck
     in the user's code after a stall, or with threads the user's code started and left running,
     ends without waiting for them (see `_exit_now`)."""
+    if argv is None:
+        backends.freeze_imported_objects = True
     with _Terminate() as terminate:
         code = _main(argv)
     if terminate.received and code == EXIT_INTERRUPTED:

@@ -212,13 +212,16 @@ def test_only_the_commands_own_process_leaves_its_objects_to_the_operating_syste
     them again; called with arguments (a test, a caller's process) it leaves the collector alone."""
     import gc
 
-    from pipediag import cli
+    from pipediag import backends, cli
 
+    monkeypatch.setattr(backends, "freeze_imported_objects", False)
     frozen_before = gc.get_freeze_count()
     try:
         assert cli.main([]) == cli.EXIT_USAGE and gc.get_freeze_count() == frozen_before
+        assert not backends.freeze_imported_objects
         monkeypatch.setattr(sys, "argv", ["pipediag"])
         assert cli.main() == cli.EXIT_USAGE and gc.get_freeze_count() > frozen_before
+        assert backends.freeze_imported_objects  # TensorFlow's objects too, once a command imports it
     finally:
         gc.unfreeze()
     assert "diagnose" in capsys.readouterr().out  # the help, both times

@@ -13,6 +13,7 @@ import re
 import sys
 import tempfile
 
+from pipediag import backends
 from pipediag.errors import UsageError
 
 # TensorFlow's C++ INFO/WARNING lines would drown the report; errors still show.
@@ -90,6 +91,9 @@ with _collections_paused():
 
     # Keras 3 is a separate package; tf.keras points at it (or at tf-keras under TF_USE_LEGACY_KERAS).
     keras = tf.keras
+
+if backends.freeze_imported_objects:
+    gc.freeze()
 
 __all__ = ["tf", "keras", "keras_data_adapter", "version", "is_cuda_build", "visible_gpus", "build_info", "xla_jit"]
 

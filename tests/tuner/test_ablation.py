@@ -101,20 +101,31 @@ def test_each_change_gets_its_own_measured_speedup():
 
 
 @pytest.mark.slow
-def test_a_single_change_gets_a_control_run_of_the_same_window_right_before_it():
+def test_a_single_change_gets_a_short_control_run_right_before_it():
     baseline, firsts, plan, parallel = single_change_plan()
-    rule = replace(RULE, max_seconds=4.0)  # longer than the alone runs' window (3 s)
+    rules = {}
+
+    def run_recording(name, dataset, rule, decided=None):
+        rules[name] = (rule.min_seconds, rule.max_seconds)
+        return run(name, dataset, rule, decided)
+
+    rule = replace(RULE, max_seconds=4.0, min_seconds=2.0)  # longer than the short window (1-3 s)
     outcome = tune_with_ablation(
-        plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run,
+        plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run_recording,
         summarize=lambda r: summarize(r, NO_SAMPLES), rule=rule,
     )
-    assert [(v.role, v.changes) for v in outcome.variants] == [("control", ()), ("together", (parallel.key,))]
-    assert outcome.window_s == 4.0  # the tuned run's window, not the alone runs' short one
+    variants = [(v.role, v.changes, v.full_window) for v in outcome.variants]
+    assert variants[:2] == [("control", (), False), ("together", (parallel.key,), False)]
+    # a third run only where the short control left a suggested gain undecided (needs_full_control)
+    assert variants[2:] in ([], [("control", (), True)])
+    assert rules["control"] == (1.0, 3.0) and rules["tuned"] == (2.0, 4.0)
+    assert outcome.window_s == 3.0
     ablation = conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci, [(parallel.key, parallel.kind, parallel.stage)],
                         outcome.variants, outcome.window_s)
     assert ablation.baseline_run == "control"
-    control = outcome.variants[0].batches_per_sec
-    assert ablation.effect(parallel.key).speedup == pytest.approx(outcome.variants[1].batches_per_sec / control)
+    control = outcome.variants[-1 if variants[2:] else 0]
+    assert ablation.baseline_batches_per_sec == control.batches_per_sec
+    assert ablation.effect(parallel.key).speedup == pytest.approx(outcome.variants[1].batches_per_sec / control.batches_per_sec)
 
 
 @pytest.mark.slow

@@ -213,7 +213,15 @@ def test_only_the_commands_own_process_leaves_its_objects_to_the_operating_syste
     import gc
 
     from pipediag import backends, cli
+    from pipediag.modes import watchdog
 
+    def exit_now(code):  # the command's os._exit would end this test process
+        raise AssertionError(f"main would have ended the process ({code}): threads left {cli.threads_left()}")
+
+    # The suite's earlier tests may leave threads; the command's own process would end without them.
+    monkeypatch.setattr(cli, "_exit_now", exit_now)
+    monkeypatch.setattr(cli, "threads_left", lambda: [])
+    monkeypatch.setattr(watchdog, "stuck_threads", lambda: 0)
     monkeypatch.setattr(backends, "freeze_imported_objects", False)
     frozen_before = gc.get_freeze_count()
     try:

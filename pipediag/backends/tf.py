@@ -43,8 +43,8 @@ def _replay(text: str, hidden: str) -> None:
 
 @contextlib.contextmanager
 def _collections_paused():
-    """Python's cyclic garbage collector paused, as it was before after. Importing TensorFlow and
-    creates hundreds of thousands of objects, and the collections they set off on the way cost
+    """Python's cyclic garbage collector paused for the block, then left as it was before. Importing
+    TensorFlow creates hundreds of thousands of objects, and the collections they set off on the way cost
     about half a second: importing this module took 3.61-3.68 s before, 3.13-3.18 s with the
     collector paused (three imports each, alternated, the 2-core development machine, 2026-12-04).
     Nothing is lost: what is garbage by then is collected at the next collection after."""

@@ -146,16 +146,15 @@ def tune_with_ablation(
         gc.collect()
         return run, check, fill_ns, changes
 
-    # Short, also before a single change: its tuned run usually stops early once its speedup is
-    # clear (about 0.8 s), and a full control (at least 2 s) was then most of the tuning's time. A
-    # control too short to show a gain is measured again with the full window (below).
-    control_rule = short
-    out.window_s = control_rule.max_seconds
+    # Every control is short, also before a single change: its tuned run usually stops early once
+    # its speedup is clear (about 0.8 s), and a full control (at least 2 s) was then most of the
+    # tuning's time. A control too short to show a gain is measured again with the full window (below).
+    out.window_s = short.max_seconds
     for keys_ in pure.plan_alone(keys):
         if not keys_:
             again = any(v.role == "control" for v in out.variants)
             name = "control again" if again else "control"
-            one("control", keys_, f"{name}: rebuilt, unchanged", name, control_rule)
+            one("control", keys_, f"{name}: rebuilt, unchanged", name, short)
             continue
         change = by_key[keys_[0]]
         one("alone", keys_, f"{_short(change)} alone", f"{_short(change)} alone", short)
@@ -176,7 +175,7 @@ def tune_with_ablation(
         out.changes = [excluded_change(c, excluded) for c in plan.changes]
 
     # A baseline too uncertain to show a gain the runs suggest: the control again, full window.
-    if result is not None and control_rule.max_seconds < rule.max_seconds:
+    if result is not None and short.max_seconds < rule.max_seconds:
         why = pure.needs_full_control(pure.conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci,
                                                     candidates, out.variants, short.max_seconds))
         if why is not None:

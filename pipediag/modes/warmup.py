@@ -7,10 +7,12 @@ mode runs first, so five warm-up steps then measured the step at 26/s while the 
 on a faster step: the fed step's slowdown was overstated and a tuned pipeline "beat" free input.
 
 `Settled` is a `warmup_until` condition for `run_mode`: it is asked once per warm-up step, groups
-the steps into windows of at least WINDOW_S seconds (and MIN_WINDOW_STEPS steps), and is met when
+the steps into windows of at least WINDOW_S seconds and MIN_WINDOW_STEPS steps (a slow step's
+window closes at LONG_WINDOW_S with at least FEW_WINDOW_STEPS), and is met when
 the latest window's rate is no more than RISE above the rate two windows earlier (a rise slower
 than one window's noise shows only across two). A step that is steady from the start costs three
-windows (shorter windows under a short mode cap), and when its three windows ran at one speed
+windows (shorter windows under a short mode cap): 1.5 s for a step under 25 ms, up to 2.25 s for a
+slower one, whose windows need time to hold enough steps for a steady rate. And when its three windows ran at one speed
 (`steady`) they become the start of synthetic mode's timed window rather than a cost before it.
 It gives up after `max_seconds`, and then says the step was still speeding up where its windows
 show it.
@@ -21,8 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-WINDOW_S = 0.75
-MIN_WINDOW_STEPS = 3
+WINDOW_S = 0.5  # a window lasts at least this long...
+MIN_WINDOW_STEPS = 20  # ...and holds this many steps,
+LONG_WINDOW_S = 0.75  # or, for a slow step, this long
+FEW_WINDOW_STEPS = 3  # with at least this many
 RISE = 0.05  # a window more than 5% faster than two windows before it: still warming up
 LOOKBACK_WINDOWS = 2
 WARMUP_CAP_FACTOR = 1.5  # the settling warm-up may take up to 1.5x a mode's own cap (--max-seconds)
@@ -32,14 +36,20 @@ class Settled:
     """Callable warm-up condition: True once the step's rate has stopped rising."""
 
     def __init__(self, clock_ns: Callable[[], int], max_seconds: float, window_s: float | None = None):
-        """`max_seconds`: the most the warm-up may take. `window_s`: default WINDOW_S, shortened to
-        an eighth of `max_seconds` for short caps, so that a steady step's three windows stay a
-        small part of them (a 1-s mode cap: 0.19-s windows)."""
+        """`max_seconds`: the most the warm-up may take. `window_s`: a window's shortest length,
+        default WINDOW_S (LONG_WINDOW_S for a slow step); both are shortened to an eighth of
+        `max_seconds` for short caps, so that a steady step's three windows stay a small part of
+        them (a 1-s mode cap: 0.19-s windows). A `window_s` given is every window's length."""
         self._clock_ns = clock_ns
         self._max_ns = int(max_seconds * 1e9)
-        window_s = window_s if window_s is not None else min(WINDOW_S, max_seconds / 8)
+        if window_s is None:
+            long_window_s = min(LONG_WINDOW_S, max_seconds / 8)
+            window_s = min(WINDOW_S, long_window_s)
+        else:
+            long_window_s = window_s
         self.window_s = window_s
         self._window_ns = int(window_s * 1e9)
+        self._long_window_ns = int(long_window_s * 1e9)
         self._start_ns: int | None = None
         self._window_start_ns = 0
         self._steps = 0
@@ -53,7 +63,8 @@ class Settled:
             return False
         self._steps += 1
         elapsed = now - self._window_start_ns
-        if elapsed >= self._window_ns and self._steps >= MIN_WINDOW_STEPS:
+        if (elapsed >= self._window_ns and self._steps >= MIN_WINDOW_STEPS
+                or elapsed >= self._long_window_ns and self._steps >= FEW_WINDOW_STEPS):
             self.rates.append(self._steps * 1e9 / elapsed)
             self._window_start_ns, self._steps = now, 0
             if self.settled:

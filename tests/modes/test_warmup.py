@@ -1,7 +1,10 @@
 """The settling warm-up on a scripted clock (no TensorFlow)."""
 
+from dataclasses import replace
+
 import pytest
 
+from pipediag.api.gather import SYNTHETIC_MIN_SECONDS
 from pipediag.modes.runner import run_mode
 from pipediag.modes.warmup import Settled
 from pipediag.records.run import StopRule
@@ -23,8 +26,21 @@ def drive(step_ms_at, max_seconds=30.0):
 def test_a_steady_step_costs_three_windows():
     settled, seconds = drive(lambda t: 10.0)
     assert not settled.gave_up and len(settled.rates) == 3
-    assert seconds == pytest.approx(2.25, abs=0.05)
+    assert seconds == pytest.approx(1.5, abs=0.05)  # three 0.5-s windows of 50 steps
     assert settled.note() is None
+
+
+@pytest.mark.parametrize("step_ms, window_s", [
+    (1.0, 0.5),  # 500 steps a window
+    (25.0, 0.5),  # 20 steps: the fewest a short window holds
+    (30.0, 0.6),  # a window waits for its 20 steps...
+    (40.0, 0.76),  # ...up to 0.75 s (19 steps, closed by the step that crossed it)
+    (200.0, 0.8),  # then closes with 3 or more steps (4 here)
+])
+def test_a_slow_steps_windows_last_until_they_hold_enough_steps(step_ms, window_s):
+    settled, seconds = drive(lambda t: step_ms)
+    assert len(settled.rates) == 3 and settled.steady
+    assert seconds == pytest.approx(3 * window_s, abs=0.01)
 
 
 def test_a_step_that_speeds_up_for_seconds_is_warmed_until_it_settles():
@@ -48,7 +64,7 @@ def test_noise_without_a_trend_does_not_extend_the_warm_up_far():
 
     def noisy(t):
         calls["i"] += 1
-        return pattern[(int(t / 0.75)) % 4]
+        return pattern[(int(t / 0.5)) % 4]
 
     settled, seconds = drive(noisy)
     assert not settled.gave_up and seconds < 6.0
@@ -86,18 +102,20 @@ def timed_after_settling(step_ms_at, rule=SETTLING_RULE, paused=None):
 
 
 def test_a_step_steady_through_its_settling_windows_is_timed_from_the_first_of_them():
-    run, settled, seconds = timed_after_settling(lambda t: 10.0)
+    # diagnose's synthetic rule: at least the three windows' 1.5 s
+    rule = replace(SETTLING_RULE, min_seconds=SYNTHETIC_MIN_SECONDS)
+    run, settled, seconds = timed_after_settling(lambda t: 10.0, rule)
     assert settled.steady and run.stop_reason == "stable"
     assert run.warmup_steps == 1 + 5  # the compile step and the fixed warm-up
-    assert len(run.compute_ns) == pytest.approx(225, abs=3)  # the three 0.75-s windows' steps: stable at once
-    assert (run.end_ns - run.start_ns) / 1e9 == pytest.approx(2.25, abs=0.05)
-    assert seconds == pytest.approx(0.06 + 2.25, abs=0.05)  # compile and fixed steps, the windows: not + 2.0 afresh
+    assert len(run.compute_ns) == pytest.approx(150, abs=3)  # the three 0.5-s windows' steps: stable at once
+    assert (run.end_ns - run.start_ns) / 1e9 == pytest.approx(1.5, abs=0.05)
+    assert seconds == pytest.approx(0.06 + 1.5, abs=0.05)  # compile and fixed steps, the windows: not + 2.0 afresh
 
 
 @pytest.mark.parametrize("step_ms_at", [
     lambda t: 12.0 if t < 1.3 else 10.0,  # rose within the windows (settled: not by 5% over two windows)
     lambda t: max(24.0, 48.0 - 2.4 * t),  # sped up for seconds: settled late
-    lambda t: 10.0 if t < 1.8 else 11.0,  # slowed in its last window
+    lambda t: 10.0 if t < 1.2 else 11.0,  # slowed in its last window
 ])
 def test_a_step_whose_speed_moved_in_its_warm_up_is_timed_afresh(step_ms_at):
     run, settled, _ = timed_after_settling(step_ms_at)

@@ -10,8 +10,8 @@ change the tuned run is that change alone, right after its control, so the two d
 change and nothing else (not the rebuild, not minutes of drift). `--thorough`
 gives the alone runs the full window too, and adds all-but-one runs when there are three or more
 changes. Each variant's pipeline (and its in-memory cache) is released before the next one is
-built. The tuned run may stop early once its speedup is clear of the gain lines
-(verdict.sequential.TunedDecided; not under --thorough). When the short controls leave a gain
+built. The tuned run, and each change alone, may stop early once its speedup over the controls
+run so far is clear of the gain lines (verdict.sequential.TunedDecided; not under --thorough). When the short controls leave a gain
 undecided (analysis.ablation.needs_full_control), the control runs once more after the tuned run,
 with its full window, and is the baseline from then on: a control measures as long as the
 comparison needs, not the full window every time.
@@ -115,9 +115,9 @@ def tune_with_ablation(
 ) -> TuningOutcome:
     """Run the ablation and the tuned mode. `outcome`, when given, is filled in as runs finish,
     so a Ctrl-C leaves what was measured. `guard` (`Watchdog.call`): a cache fill runs under its
-    deadline (see `cache_fill.fill_cache`). `tuned_decided`: given the rate the tuned run is judged
+    deadline (see `cache_fill.fill_cache`). `tuned_decided`: given the rate a run is judged
     against (the control runs', else pipeline mode's) and its interval, the condition that may end
-    the tuned run early (once its speedup is clear of the gain lines)."""
+    the tuned run, or a change alone, early (once its speedup is clear of the gain lines)."""
     out = outcome if outcome is not None else TuningOutcome(changes=list(plan.changes))
     out.changes = list(plan.changes)
     out.notes.extend(plan.notes)
@@ -157,7 +157,10 @@ def tune_with_ablation(
             one("control", keys_, f"{name}: rebuilt, unchanged", name, short)
             continue
         change = by_key[keys_[0]]
-        one("alone", keys_, f"{_short(change)} alone", f"{_short(change)} alone", short)
+        # Like the tuned run, a change alone may stop once its speedup over the control is clear
+        # of the gain lines (a run on a line measures its whole short window).
+        one("alone", keys_, f"{_short(change)} alone", f"{_short(change)} alone", short,
+            _tuned_decided(tuned_decided, out, baseline))
 
     candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
     interim = pure.conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci, candidates, out.variants, short.max_seconds)

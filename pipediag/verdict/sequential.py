@@ -209,7 +209,7 @@ class TunedDecided:
                 return False
             ratios.append(whole)
         speedup = ratios[0]
-        self.reason = (f"tuned over its reference {speedup.value:.2f}x (95%: {speedup.low:.2f}-{speedup.high:.2f}x): "
+        self.reason = (f"over its reference {speedup.value:.2f}x (95%: {speedup.low:.2f}-{speedup.high:.2f}x): "
                        "clear of the gain lines" + (f", {ratios[1].value:.2f}x free input" if len(ratios) > 1 else ""))
         return True
 

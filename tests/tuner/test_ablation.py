@@ -8,7 +8,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from pipediag.analysis.ablation import conclude  # noqa: E402
+from pipediag.analysis.ablation import conclude, control_baseline  # noqa: E402
 from pipediag.analysis.modes import summarize  # noqa: E402
 from pipediag.modes.feeds import BatchFeed  # noqa: E402
 from pipediag.modes.runner import run_mode  # noqa: E402
@@ -150,6 +150,40 @@ def test_only_the_tuned_run_gets_a_decided_condition_against_the_control():
     assert seen["decided"]["control"] is None and seen["decided"]["tuned"] is not None
     assert seen["reference"] == (control.batches_per_sec, control.batches_per_sec_ci)  # what conclude() divides by
     assert control.stop_reason != "decided" and tuned.stop_reason == "decided"
+
+
+@pytest.mark.slow
+def test_each_change_alone_may_stop_once_decided_against_the_control_before_it():
+    ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
+    baseline_run, firsts = run("pipeline", ds, RULE)
+    baseline = summarize(baseline_run, NO_SAMPLES)
+    plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
+    assert len(plan.candidates) == 2
+    references, conditions = [], {}
+
+    def decided_against(rate, ci):
+        references.append((rate, ci))
+        return lambda wait_ns, compute_ns: True  # decided as soon as run_mode asks
+
+    def run_recording(name, dataset, rule, decided=None):
+        conditions[name] = decided
+        return run(name, dataset, rule, decided)
+
+    outcome = tune_with_ablation(
+        plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run_recording,
+        summarize=lambda r: summarize(r, NO_SAMPLES), rule=replace(RULE, min_seconds=2.0, max_seconds=3.0),
+        tuned_decided=decided_against,
+    )
+    roles = [v.role for v in outcome.variants]
+    assert roles[:5] == ["control", "alone", "alone", "control", "together"]
+    first, again = outcome.variants[0], outcome.variants[3]
+    assert conditions["control"] is None and conditions["control again"] is None
+    assert all(conditions[v.name] is not None for v in outcome.variants[1:3])
+    assert all(v.stop_reason == "decided" for v in outcome.variants[1:3])
+    assert first.stop_reason != "decided" and again.stop_reason != "decided"
+    # the alone runs against the first control; the tuned run against both controls (conclude's baseline)
+    assert references[:2] == [(first.batches_per_sec, first.batches_per_sec_ci)] * 2
+    assert references[2] == control_baseline(list(outcome.variants[:4]))
 
 
 @pytest.mark.slow

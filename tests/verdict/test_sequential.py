@@ -109,7 +109,7 @@ def tuned(ms: float, n: int = 40, seed: int = 7):
 def test_a_clear_gain_below_free_input_is_decided():
     decided = TunedDecided(REFERENCE, FREE)
     assert decided(*tuned(20.0))  # 50/s: 2x the control, half the free rate
-    assert decided.reason.startswith("tuned over its reference 2.0") and "0.50x free input" in decided.reason
+    assert decided.reason.startswith("over its reference 2.0") and "0.50x free input" in decided.reason
 
 
 def test_clear_harm_is_decided_too():

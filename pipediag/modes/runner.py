@@ -69,7 +69,7 @@ def run_mode(
     watchdog: Watchdog | None = None,
     decided: Callable[[list[int], list[int]], bool] | None = None,
     paused_ns: Callable[[], int] | None = None,
-    keep_warmup: Callable[[], bool] | None = None,
+    keep_warmup: Callable[[], int | None] | None = None,
 ) -> ModeRun:
     """Time one mode. `warmup_until`, if given, extends the warm-up until it returns True
     (bounded by `rule.warmup_max_seconds`), e.g. until a cache has been filled once.
@@ -90,10 +90,11 @@ def run_mode(
     `paused_ns` (Step.paused_ns), with `step`: the time the step's caller spent outside any step
     (a script's validation between two window steps) is kept out of each step's time and of the
     elapsed time the caps count, and the mode's notes say how much there was.
-    `keep_warmup`, if given, is asked once the warm-up has ended: True makes its steps past the
-    fixed warm-up (those `warmup_until` held it for) the first timed steps, the window starting
-    where they began (modes.warmup.Settled.steady: they ran at one speed). Not when the step's
-    caller paused during them."""
+    `keep_warmup`, if given, is asked once the warm-up has ended: a clock time makes the warm-up's
+    steps past the fixed ones (those `warmup_until` held it for) that began at or after it the
+    first timed steps, the window starting where the first of them began
+    (modes.warmup.Settled.steady_since_ns: from there on they ran at one speed); None keeps none.
+    Not when the step's caller paused during the warm-up's late steps."""
     if dispatch is not None and step is not None:
         raise ValueError("give step or dispatch, not both")
     overlapped = Overlapped(clock_ns, next_batch, dispatch, hideable_ns) if dispatch is not None else None
@@ -104,8 +105,9 @@ def run_mode(
                        paused_ns=paused_ns)
     try:
         timer.warm_up(first_step_is_compile, warmup_until)
-        if keep_warmup is not None and keep_warmup():
-            timer.time_from_late_warmup()
+        since_ns = keep_warmup() if keep_warmup is not None else None
+        if since_ns is not None:
+            timer.time_from_late_warmup(since_ns)
         return timer.time()  # ends time_cap, max_steps or stable
     except OutOfMemory as oom:
         return timer.finish(OUT_OF_MEMORY, oom.error)
@@ -136,6 +138,7 @@ class _ModeTimer:
         self.first_step_ns: int | None = None
         self.warmup_steps = 0
         self.late_warmup: list[tuple[int, int, int, int]] = []  # (wait, compute, fetch, block) past the fixed warm-up
+        self.late_starts_ns: list[int] = []  # when each of them began
         self.late_start: tuple[int, int] | None = None  # (clock, paused) when the first of them began
         self.warm_start = clock_ns()
         self.window_start = self.warm_start
@@ -175,8 +178,10 @@ class _ModeTimer:
                 self.notes.append(f"warm-up stopped after {elapsed_s:.1f} s before its condition was met")
                 break
             late = self.warmup_steps - compile_steps >= rule.warmup_steps
-            if late and self.late_start is None:
-                self.late_start = (self.clock_ns(), self.paused_ns())
+            if late:
+                self.late_starts_ns.append(self.clock_ns())
+                if self.late_start is None:
+                    self.late_start = (self.late_starts_ns[0], self.paused_ns())
             w, c = guarded(clocked.one)
             if late:
                 f, b = overlapped.last if overlapped is not None else (0, 0)
@@ -186,14 +191,19 @@ class _ModeTimer:
             if self.progress is not None:
                 self.progress(self.name, 0.0, rule.usual_seconds, 0)
 
-    def time_from_late_warmup(self) -> None:
-        """The warm-up's steps past its fixed ones become the first timed steps (run_mode's
-        `keep_warmup`), unless the step's caller paused while they ran."""
+    def time_from_late_warmup(self, since_ns: int) -> None:
+        """The warm-up's steps past its fixed ones that began at or after `since_ns` become the
+        first timed steps (run_mode's `keep_warmup`), unless the step's caller paused while the
+        late steps ran."""
         if not self.late_warmup or self.late_start is None or self.paused_ns() != self.late_start[1]:
             return
+        first = next((i for i, t in enumerate(self.late_starts_ns) if t >= since_ns), None)
+        if first is None:
+            return
+        self.late_warmup = self.late_warmup[first:]
         self.take_late_warmup()
         self.warmup_steps -= len(self.late_warmup)
-        self.window_start, self.paused_at_window_start = self.late_start
+        self.window_start, self.paused_at_window_start = self.late_starts_ns[first], self.late_start[1]
 
     def take_late_warmup(self) -> None:
         """The warm-up's steps past its fixed ones, appended to the timed steps."""

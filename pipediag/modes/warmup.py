@@ -12,8 +12,9 @@ window closes at LONG_WINDOW_S with at least FEW_WINDOW_STEPS), and is met when
 the latest window's rate is no more than RISE above the rate two windows earlier (a rise slower
 than one window's noise shows only across two). A step that is steady from the start costs three
 windows (shorter windows under a short mode cap): 1.5 s for a step under 25 ms, up to 2.25 s for a
-slower one, whose windows need time to hold enough steps for a steady rate. And when its three windows ran at one speed
-(`steady`) they become the start of synthetic mode's timed window rather than a cost before it.
+slower one, whose windows need time to hold enough steps for a steady rate. When the last three
+windows ran at one speed (`steady_since_ns`), they become the start of synthetic mode's timed
+window rather than a cost before it, also after a step that rose before them.
 It gives up after `max_seconds`, and then says the step was still speeding up where its windows
 show it.
 Pure Python, with an injected clock.
@@ -54,6 +55,7 @@ class Settled:
         self._window_start_ns = 0
         self._steps = 0
         self.rates: list[float] = []  # steps per second of each closed window
+        self.window_starts_ns: list[int] = []  # when each closed window began
         self.gave_up = False
 
     def __call__(self) -> bool:
@@ -66,6 +68,7 @@ class Settled:
         if (elapsed >= self._window_ns and self._steps >= MIN_WINDOW_STEPS
                 or elapsed >= self._long_window_ns and self._steps >= FEW_WINDOW_STEPS):
             self.rates.append(self._steps * 1e9 / elapsed)
+            self.window_starts_ns.append(self._window_start_ns)
             self._window_start_ns, self._steps = now, 0
             if self.settled:
                 return True
@@ -81,14 +84,21 @@ class Settled:
         return self.rates[-1] <= self.rates[-1 - LOOKBACK_WINDOWS] * (1 + RISE)
 
     @property
+    def steady_since_ns(self) -> int | None:
+        """When the last LOOKBACK_WINDOWS + 1 windows began, if none of them was more than RISE
+        faster than another: from there on the step ran at one speed, so those windows' steps are
+        the steady state and synthetic mode times from the first of them (run_mode's `keep_warmup`)
+        instead of timing a window of its own after them. None when they differ by more (a step
+        that rose or fell in them: timed afresh) or the warm-up ran out of time."""
+        tail = self.rates[-1 - LOOKBACK_WINDOWS:]
+        if self.gave_up or len(tail) < LOOKBACK_WINDOWS + 1 or max(tail) > min(tail) * (1 + RISE):
+            return None
+        return self.window_starts_ns[-1 - LOOKBACK_WINDOWS]
+
+    @property
     def steady(self) -> bool:
-        """Settled at its first check, with no window more than RISE faster than another: the step
-        ran at one speed from the first window on, so those windows' steps are the steady state and
-        synthetic mode times from the first of them (run_mode's `keep_warmup`) instead of timing a
-        window of its own after them. A step that rose, fell or took longer to settle is timed
-        afresh, as before."""
-        return (not self.gave_up and len(self.rates) == LOOKBACK_WINDOWS + 1
-                and max(self.rates) <= min(self.rates) * (1 + RISE))
+        """Steady from the first window on: settled at its first check, its three windows at one speed."""
+        return len(self.rates) == LOOKBACK_WINDOWS + 1 and self.steady_since_ns is not None
 
     @property
     def seconds(self) -> float:

@@ -97,7 +97,7 @@ def timed_after_settling(step_ms_at, rule=SETTLING_RULE, paused=None):
         clock.ns += int(step_ms_at(clock.ns / 1e9) * 1e6)
 
     run = run_mode("synthetic", lambda: 1, step, rule, clock_ns=clock, warmup_until=settled,
-                   first_step_is_compile=True, keep_warmup=lambda: settled.steady, paused_ns=paused)
+                   first_step_is_compile=True, keep_warmup=lambda: settled.steady_since_ns, paused_ns=paused)
     return run, settled, clock.ns / 1e9
 
 
@@ -115,11 +115,22 @@ def test_a_step_steady_through_its_settling_windows_is_timed_from_the_first_of_t
 @pytest.mark.parametrize("step_ms_at", [
     lambda t: 12.0 if t < 1.3 else 10.0,  # rose within the windows (settled: not by 5% over two windows)
     lambda t: max(24.0, 48.0 - 2.4 * t),  # sped up for seconds: settled late
-    lambda t: 10.0 if t < 1.2 else 11.0,  # slowed in its last window
 ])
-def test_a_step_whose_speed_moved_in_its_warm_up_is_timed_afresh(step_ms_at):
+def test_a_step_that_rose_and_then_ran_at_one_speed_is_timed_from_its_last_three_windows(step_ms_at):
     run, settled, _ = timed_after_settling(step_ms_at)
-    assert not settled.steady
+    assert not settled.steady and len(settled.rates) > 3
+    since = settled.steady_since_ns
+    assert since == settled.window_starts_ns[-3] and run.start_ns == since
+    tail = settled.rates[-3:]
+    assert max(tail) <= min(tail) * 1.05
+    slowest_kept_ms = 1000 / min(tail) * 1.05
+    assert max(run.compute_ns) / 1e6 <= slowest_kept_ms  # none of the rising steps before them
+    assert run.stop_reason == "stable"
+
+
+def test_a_step_that_slowed_in_its_last_window_is_timed_afresh():
+    run, settled, _ = timed_after_settling(lambda t: 10.0 if t < 1.2 else 11.0)
+    assert settled.steady_since_ns is None and not settled.steady
     windows_s = settled.window_s * len(settled.rates)
     assert run.start_ns >= settled._start_ns + int(windows_s * 1e9)  # after the warm-up's windows
     assert (run.end_ns - run.start_ns) / 1e9 >= 2.0  # a window of its own, min_seconds long

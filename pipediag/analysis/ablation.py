@@ -245,8 +245,25 @@ def needs_full_control(ablation: Ablation) -> str | None:
     1, and the control's own interval is the wider of the two, the control is measured again, as
     long as the tuned run: where the interval comes from the change's own run, a longer control
     would not decide it."""
-    if ablation.baseline_run != "control" or ablation.baseline_ci is None:
+    undecided = _undecided(ablation)
+    if not undecided:
         return None
+    name, speedup, _ = undecided[0]
+    low, high = ablation.baseline_ci
+    return (f"{name} ran {speedup:.2f}x the control, but the control's short windows left its interval "
+            f"{low:.1f}-{high:.1f} batches/s, too wide to tell")
+
+
+def undecided_runs(ablation: Ablation) -> list[VariantResult]:
+    """The runs `needs_full_control` found undecided for want of a narrower control: what the
+    control run again must decide (verdict.sequential.FullControlDecided)."""
+    return [run for _, _, run in _undecided(ablation)]
+
+
+def _undecided(ablation: Ablation) -> list[tuple[str, float, VariantResult]]:
+    """(name, speedup, its run) of each gain the controls' interval, wider than the run's own, leaves open."""
+    if ablation.baseline_run != "control" or ablation.baseline_ci is None:
+        return []
     base_low, base_high = ablation.baseline_ci
     base_width = (base_high - base_low) / ablation.baseline_batches_per_sec
     undecided = []
@@ -256,6 +273,7 @@ def needs_full_control(ablation: Ablation) -> str | None:
     if ablation.together_speedup is not None and ablation.together_speedup >= MIN_GAIN and ablation.together_ci \
             and ablation.together_ci[0] <= 1.0:
         undecided.append(("together", ablation.together_speedup, None))
+    found = []
     for name, speedup, key in undecided:
         run = next((v for v in ablation.variants if v.error is None and v.batches_per_sec_ci and (
             v.role == "together" if key is None else (v.role == "alone" and v.changes == (key,)))), None)
@@ -263,9 +281,8 @@ def needs_full_control(ablation: Ablation) -> str | None:
             continue
         width = (run.batches_per_sec_ci[1] - run.batches_per_sec_ci[0]) / run.batches_per_sec
         if base_width > width:
-            return (f"{name} ran {speedup:.2f}x the control, but the control's short windows left its interval "
-                    f"{base_low:.1f}-{base_high:.1f} batches/s, too wide to tell")
-    return None
+            found.append((name, speedup, run))
+    return found
 
 
 def left_out(ablation: Ablation) -> dict[str, str]:

@@ -330,6 +330,7 @@ class Gathering:
                     summarize=lambda r: summarize(r, self.sampler.log()), rule=self.rule,
                     thorough=self.plan.thorough, outcome=outcome, clock_ns=self.clock_ns,
                     guard=self.watchdog.call, tuned_decided=self.tuned_decided,
+                    control_decided=self.full_control_decided,
                 )
         except Stalled as stall:  # filling a variant's cache (a stall in a variant's mode is a RunStalled)
             raise self.stalled("tuned", stall, reads_pipeline=False) from None
@@ -419,6 +420,15 @@ class Gathering:
         if self.plan.thorough or reference_ci is None or free is None or free.interval is None:
             return None
         return TunedDecided(RateReading(reference_rate, *reference_ci), free)
+
+    def full_control_decided(self, undecided: list):
+        """The full-window control's `decided` condition (verdict.sequential.FullControlDecided)
+        for the ablation's runs it must decide (analysis.ablation.VariantResult); none under --thorough."""
+        from pipediag.verdict.sequential import FullControlDecided, RateReading
+
+        if self.plan.thorough:
+            return None
+        return FullControlDecided([RateReading(v.batches_per_sec, *v.batches_per_sec_ci) for v in undecided])
 
     def step_feed(self, data, keep_first: int | None = None):
         """The batches of `data` as the step takes them: per replica under a tf.distribute strategy.

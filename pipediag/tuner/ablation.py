@@ -13,8 +13,9 @@ changes. Each variant's pipeline (and its in-memory cache) is released before th
 built. The tuned run, and each change alone, may stop early once its speedup over the controls
 run so far is clear of the gain lines (verdict.sequential.TunedDecided; not under --thorough). When the short controls leave a gain
 undecided (analysis.ablation.needs_full_control), the control runs once more after the tuned run,
-with its full window, and is the baseline from then on: a control measures as long as the
-comparison needs, not the full window every time.
+with its full window (stopping once it has decided what the short ones left open:
+verdict.sequential.FullControlDecided), and is the baseline from then on: a control measures as
+long as the comparison needs, not the full window every time.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ ALONE_MIN_SECONDS = 1.0
 RunVariant = Callable[..., tuple[ModeRun, list]]
 # (the reference rate, its interval) -> the tuned run's `decided` condition, or None (verdict.sequential.TunedDecided)
 TunedDecidedFor = Callable[[float, "tuple[float, float] | None"], Any]
+# the runs a full-window control must decide -> its `decided` condition, or None (verdict.sequential.FullControlDecided)
+ControlDecidedFor = Callable[[list[pure.VariantResult]], Any]
 
 
 def alone_rule(rule: StopRule, thorough: bool) -> StopRule:
@@ -112,12 +115,15 @@ def tune_with_ablation(
     clock_ns: Callable[[], int] = time.monotonic_ns,
     guard: Callable[..., Any] | None = None,
     tuned_decided: TunedDecidedFor | None = None,
+    control_decided: ControlDecidedFor | None = None,
 ) -> TuningOutcome:
     """Run the ablation and the tuned mode. `outcome`, when given, is filled in as runs finish,
     so a Ctrl-C leaves what was measured. `guard` (`Watchdog.call`): a cache fill runs under its
     deadline (see `cache_fill.fill_cache`). `tuned_decided`: given the rate a run is judged
     against (the control runs', else pipeline mode's) and its interval, the condition that may end
-    the tuned run, or a change alone, early (once its speedup is clear of the gain lines)."""
+    the tuned run, or a change alone, early (once its speedup is clear of the gain lines).
+    `control_decided`: given the runs the short controls left undecided, the condition that may
+    end the full-window control early (once it has decided them)."""
     out = outcome if outcome is not None else TuningOutcome(changes=list(plan.changes))
     out.changes = list(plan.changes)
     out.notes.extend(plan.notes)
@@ -179,13 +185,17 @@ def tune_with_ablation(
 
     # A baseline too uncertain to show a gain the runs suggest: the control again, full window.
     if result is not None and short.max_seconds < rule.max_seconds:
-        why = pure.needs_full_control(pure.conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci,
-                                                    candidates, out.variants, short.max_seconds))
+        so_far = pure.conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci, candidates, out.variants,
+                               short.max_seconds)
+        why = pure.needs_full_control(so_far)
         if why is not None:
-            if one("control", (), "control, full window: rebuilt, unchanged", "control full", rule,
+            decided = None if control_decided is None else control_decided(pure.undecided_runs(so_far))
+            if one("control", (), "control, full window: rebuilt, unchanged", "control full", rule, decided,
                    full_window=True) is not None:
+                until = "" if decided is None else ", until it had decided them"
                 out.notes.append(f"{why}: the control ran again with the tuned run's window "
-                                 f"({rule.max_seconds:g} s), right after it, and every change is judged against that run")
+                                 f"({rule.max_seconds:g} s{until}), right after it, and every change is judged "
+                                 "against that run")
 
     for keys_ in pure.plan_all_but(list(together), thorough):
         missing = next(k for k in together if k not in keys_)

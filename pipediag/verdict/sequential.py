@@ -214,6 +214,38 @@ class TunedDecided:
         return True
 
 
+class FullControlDecided:
+    """`decided(wait_ns, compute_ns)` for the control run again with the full window
+    (analysis.ablation.needs_full_control): it stops once every run the short controls left
+    undecided (`undecided`: their rates) is decided against it, or no longer for want of it: that
+    run's rate over this control's clear of the gain lines (the window's second half on the same
+    side), or this control's interval, relative to its rate, no wider than that run's own (from
+    there the interval comes from the change's run, and a longer control would not decide it)."""
+
+    def __init__(self, undecided: Sequence[RateReading]):
+        self.undecided = list(undecided)
+        self.reason: str | None = None
+
+    def __call__(self, wait_ns: Sequence[int], compute_ns: Sequence[int]) -> bool:
+        step_ns = [w + c for w, c in zip(wait_ns, compute_ns)]
+        control, late = rate_reading(step_ns), rate_reading(step_ns[len(step_ns) // 2:])
+        if not self.undecided or control is None or control.interval is None or late is None:
+            return False
+        width = (control.high - control.low) / control.rate
+        for run in self.undecided:
+            if run.interval is None:
+                return False
+            if width <= (run.high - run.low) / run.rate:
+                continue
+            ratio = ratio_of(run.rate, run.interval, control.rate, control.interval)
+            if not all(settled(ratio.low, ratio.high, ratio.value, run.rate / late.rate, line)
+                       for line in TunedDecided.GAIN_LINES):
+                return False
+        self.reason = (f"the control's interval {control.low:.1f}-{control.high:.1f} batches/s: every gain it was "
+                       "run for is decided, or as narrow as its own run")
+        return True
+
+
 class ContentionDecided(_AgainstFree):
     """`decided(wait_ns, compute_ns)` for pipeline mode measured again after a contention reading
     straddled its line: against the new synthetic run's rate (`free`) and its step's own times

@@ -199,22 +199,34 @@ def test_an_undecided_gain_gets_the_control_again_with_the_tuned_runs_window(mon
     plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
     assert len(plan.candidates) == 2
     monkeypatch.setattr(pure, "needs_full_control", lambda ablation: "scripted: the controls were too wide")
-    rules = {}
+    monkeypatch.setattr(pure, "undecided_runs", lambda ablation: [ablation.variants[1]])
+    rules, conditions, asked = {}, {}, []
 
     def run_recording(name, dataset, rule, decided=None):
-        rules[name] = rule.max_seconds
+        rules[name], conditions[name] = rule.max_seconds, decided
         return run(name, dataset, rule, decided)
+
+    def decide_now(wait_ns, compute_ns):
+        return True
+
+    def control_decided(runs):
+        asked.append(runs)
+        return decide_now
 
     rule = replace(RULE, max_seconds=4.0)  # longer than the alone runs' window (3 s)
     outcome = tune_with_ablation(
         plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run_recording,
-        summarize=lambda r: summarize(r, NO_SAMPLES), rule=rule,
+        summarize=lambda r: summarize(r, NO_SAMPLES), rule=rule, control_decided=control_decided,
     )
     last = outcome.variants[-1]
     assert [v.role for v in outcome.variants] == ["control", "alone", "alone", "control", "together", "control"]
     assert last.full_window and not any(v.full_window for v in outcome.variants[:-1])
     assert rules["control full"] == 4.0 and rules["control"] == 3.0
-    assert any("scripted: the controls were too wide: the control ran again" in n for n in outcome.notes)
+    # the full control may stop once it has decided the runs left open (here: the first change alone)
+    assert asked == [[outcome.variants[1]]] and conditions["control full"] is decide_now
+    assert conditions["control"] is None
+    assert any("scripted: the controls were too wide: the control ran again with the tuned run's window "
+               "(4 s, until it had decided them)" in n for n in outcome.notes)
     candidates = [(c.key, c.kind, c.stage) for c in plan.candidates]
     ablation = conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci, candidates, outcome.variants,
                         outcome.window_s)

@@ -5,6 +5,7 @@ import random
 from pipediag.verdict.sequential import (
     LINE_MARGIN,
     ContentionDecided,
+    FullControlDecided,
     InputOnlyDecided,
     PipelineDecided,
     RateReading,
@@ -196,3 +197,35 @@ def test_a_second_half_that_crosses_the_line_measures_on():
 
 def test_too_few_steps_for_an_interval_are_not_decided():
     assert not contention_decided()([10_000] * 4, noisy(10.0, 4, seed=18))
+
+
+# -- the control run again with the full window (FullControlDecided) ------------------------------
+def control(ms: float, n: int = 40, spread: float = 0.03, seed: int = 11):
+    """The control's (wait_ns, compute_ns) so far."""
+    return noisy(ms, n, spread=spread, seed=seed), [0] * n
+
+
+def test_a_gain_clear_of_the_lines_against_the_control_is_decided():
+    # the change ran 30 (29-31) batches/s; the control runs at 20/s: 1.5x, clear of 1.05
+    decided = FullControlDecided([RateReading(30.0, 29.0, 31.0)])
+    assert decided(*control(50.0))
+    assert decided.reason.startswith("the control's interval")
+
+
+def test_a_control_as_narrow_as_the_changes_own_run_stops_though_the_gain_is_open():
+    # 1.07x: on the gain line, but the change's own run (21.4, 19.4-23.4: +-9%) is the wider one
+    wide_run = RateReading(21.4, 19.4, 23.4)
+    assert FullControlDecided([wide_run])(*control(50.0, spread=0.03))
+
+
+def test_a_gain_on_its_line_with_a_narrow_run_measures_on():
+    # 1.07x, the change's own run pinned to +-1%: only a long control could decide it
+    narrow_run = RateReading(21.4, 21.2, 21.6)
+    assert not FullControlDecided([narrow_run])(*control(50.0, spread=0.3, n=12))
+
+
+def test_every_undecided_run_must_be_settled():
+    clear, on_line = RateReading(30.0, 29.0, 31.0), RateReading(21.4, 21.2, 21.6)
+    assert not FullControlDecided([clear, on_line])(*control(50.0, spread=0.3, n=12))
+    assert not FullControlDecided([])(*control(50.0))  # nothing to decide: the rule's own window
+    assert not FullControlDecided([RateReading(30.0, None, None)])(*control(50.0))

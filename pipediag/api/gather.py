@@ -152,7 +152,7 @@ class Gathering:
         settled = settling_warmup(self.clock_ns, self.rule.usual_seconds)
         synthetic_rule = replace(self.rule, min_seconds=min(self.rule.min_seconds, SYNTHETIC_MIN_SECONDS))
         synthetic = self.measure("synthetic", self.free_input(), True, mode_rule=synthetic_rule,
-                                 first_step_is_compile=True, warmup_until=settled, keep_warmup=lambda: settled.steady_since_ns)
+                                 first_step_is_compile=True, warmup_until=settled, keep_warmup=lambda: settled.settled_since_ns)
         warmup_note = settled.note()
         if warmup_note:
             state.notes.append(warmup_note)

@@ -93,7 +93,7 @@ def run_mode(
     `keep_warmup`, if given, is asked once the warm-up has ended: a clock time makes the warm-up's
     steps past the fixed ones (those `warmup_until` held it for) that began at or after it the
     first timed steps, the window starting where the first of them began
-    (modes.warmup.Settled.steady_since_ns: from there on they ran at one speed); None keeps none.
+    (modes.warmup.Settled.settled_since_ns: from there on the step no longer rose); None keeps none.
     Not when the step's caller paused during the warm-up's late steps."""
     if dispatch is not None and step is not None:
         raise ValueError("give step or dispatch, not both")

@@ -12,9 +12,9 @@ window closes at LONG_WINDOW_S with at least FEW_WINDOW_STEPS), and is met when
 the latest window's rate is no more than RISE above the rate two windows earlier (a rise slower
 than one window's noise shows only across two). A step that is steady from the start costs three
 windows (shorter windows under a short mode cap): 1.5 s for a step under 25 ms, up to 2.25 s for a
-slower one, whose windows need time to hold enough steps for a steady rate. When the last three
-windows ran at one speed (`steady_since_ns`), they become the start of synthetic mode's timed
-window rather than a cost before it, also after a step that rose before them.
+slower one, whose windows need time to hold enough steps for a steady rate. The three windows
+that settled it (`settled_since_ns`) become the start of synthetic mode's timed window rather
+than a cost before it, also after a step that rose before them.
 It gives up after `max_seconds`, and then says the step was still speeding up where its windows
 show it.
 Pure Python, with an injected clock.
@@ -84,21 +84,22 @@ class Settled:
         return self.rates[-1] <= self.rates[-1 - LOOKBACK_WINDOWS] * (1 + RISE)
 
     @property
-    def steady_since_ns(self) -> int | None:
-        """When the last LOOKBACK_WINDOWS + 1 windows began, if none of them was more than RISE
-        faster than another: from there on the step ran at one speed, so those windows' steps are
-        the steady state and synthetic mode times from the first of them (run_mode's `keep_warmup`)
-        instead of timing a window of its own after them. None when they differ by more (a step
-        that rose or fell in them: timed afresh) or the warm-up ran out of time."""
-        tail = self.rates[-1 - LOOKBACK_WINDOWS:]
-        if self.gave_up or len(tail) < LOOKBACK_WINDOWS + 1 or max(tail) > min(tail) * (1 + RISE):
+    def settled_since_ns(self) -> int | None:
+        """When the three windows that settled the warm-up began (the last LOOKBACK_WINDOWS + 1):
+        the latest no more than RISE faster than the first of them, so the step no longer rose
+        over them, and their steps become the start of synthetic mode's timed window (run_mode's
+        `keep_warmup`) instead of a cost before a window of its own. Whether they vary too much
+        from one to the next is the stable rule's call, as for any timed window. None when the
+        warm-up ran out of time before it settled (then the mode times afresh after it)."""
+        if self.gave_up or not self.settled:
             return None
         return self.window_starts_ns[-1 - LOOKBACK_WINDOWS]
 
     @property
     def steady(self) -> bool:
-        """Steady from the first window on: settled at its first check, its three windows at one speed."""
-        return len(self.rates) == LOOKBACK_WINDOWS + 1 and self.steady_since_ns is not None
+        """Steady from the first window on: settled at its first check, no window more than RISE faster than another."""
+        return (self.settled_since_ns is not None and len(self.rates) == LOOKBACK_WINDOWS + 1
+                and max(self.rates) <= min(self.rates) * (1 + RISE))
 
     @property
     def seconds(self) -> float:

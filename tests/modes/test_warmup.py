@@ -97,7 +97,7 @@ def timed_after_settling(step_ms_at, rule=SETTLING_RULE, paused=None):
         clock.ns += int(step_ms_at(clock.ns / 1e9) * 1e6)
 
     run = run_mode("synthetic", lambda: 1, step, rule, clock_ns=clock, warmup_until=settled,
-                   first_step_is_compile=True, keep_warmup=lambda: settled.steady_since_ns, paused_ns=paused)
+                   first_step_is_compile=True, keep_warmup=lambda: settled.settled_since_ns, paused_ns=paused)
     return run, settled, clock.ns / 1e9
 
 
@@ -116,24 +116,35 @@ def test_a_step_steady_through_its_settling_windows_is_timed_from_the_first_of_t
     lambda t: 12.0 if t < 1.3 else 10.0,  # rose within the windows (settled: not by 5% over two windows)
     lambda t: max(24.0, 48.0 - 2.4 * t),  # sped up for seconds: settled late
 ])
-def test_a_step_that_rose_and_then_ran_at_one_speed_is_timed_from_its_last_three_windows(step_ms_at):
+def test_a_step_that_rose_and_then_settled_is_timed_from_the_three_windows_that_settled_it(step_ms_at):
     run, settled, _ = timed_after_settling(step_ms_at)
     assert not settled.steady and len(settled.rates) > 3
-    since = settled.steady_since_ns
+    since = settled.settled_since_ns
     assert since == settled.window_starts_ns[-3] and run.start_ns == since
     tail = settled.rates[-3:]
-    assert max(tail) <= min(tail) * 1.05
-    slowest_kept_ms = 1000 / min(tail) * 1.05
-    assert max(run.compute_ns) / 1e6 <= slowest_kept_ms  # none of the rising steps before them
+    assert tail[-1] <= tail[0] * 1.05
+    assert max(run.compute_ns) / 1e6 <= 1000 / min(tail) * 1.05  # none of the rising steps before them
     assert run.stop_reason == "stable"
 
 
-def test_a_step_that_slowed_in_its_last_window_is_timed_afresh():
+def test_a_step_that_slowed_in_its_last_window_keeps_its_windows_and_the_stable_rule_judges_them():
     run, settled, _ = timed_after_settling(lambda t: 10.0 if t < 1.2 else 11.0)
-    assert settled.steady_since_ns is None and not settled.steady
-    windows_s = settled.window_s * len(settled.rates)
-    assert run.start_ns >= settled._start_ns + int(windows_s * 1e9)  # after the warm-up's windows
-    assert (run.end_ns - run.start_ns) / 1e9 >= 2.0  # a window of its own, min_seconds long
+    assert not settled.steady and settled.settled_since_ns == settled.window_starts_ns[0]
+    assert run.start_ns == settled.window_starts_ns[0]
+    assert (run.end_ns - run.start_ns) / 1e9 >= 2.0  # SETTLING_RULE's min_seconds, from the windows' start
+
+
+def test_a_warm_up_out_of_time_is_timed_afresh():
+    clock = FakeClock()
+    settled = Settled(clock, max_seconds=2.0)
+
+    def step(batch):
+        clock.ns += int(max(5.0, 40.0 - 10.0 * clock.ns / 1e9) * 1e6)  # still rising at the cap
+
+    run = run_mode("synthetic", lambda: 1, step, SETTLING_RULE, clock_ns=clock, warmup_until=settled,
+                   first_step_is_compile=True, keep_warmup=lambda: settled.settled_since_ns)
+    assert settled.gave_up and settled.settled_since_ns is None
+    assert run.start_ns >= settled._start_ns + 2_000_000_000  # after the warm-up's cap
 
 
 def test_a_pause_in_the_settling_windows_keeps_them_out():

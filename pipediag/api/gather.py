@@ -26,10 +26,6 @@ from pipediag.steps.step import Observed, Step
 from pipediag.verdict.edges import Edge, straddling
 from pipediag.verdict.rules import classify_cpu, decide
 
-# Synthetic mode's shortest window: the settling warm-up's three windows of a steady step under
-# 25 ms (modes.warmup), which are its first timed steps; the stable rule still has the last word.
-SYNTHETIC_MIN_SECONDS = 1.5
-
 
 @dataclass
 class DiagnoseRun:
@@ -150,9 +146,8 @@ class Gathering:
 
         state = self.state
         settled = settling_warmup(self.clock_ns, self.rule.usual_seconds)
-        synthetic_rule = replace(self.rule, min_seconds=min(self.rule.min_seconds, SYNTHETIC_MIN_SECONDS))
-        synthetic = self.measure("synthetic", self.free_input(), True, mode_rule=synthetic_rule,
-                                 first_step_is_compile=True, warmup_until=settled, keep_warmup=lambda: settled.settled_since_ns)
+        synthetic = self.measure("synthetic", self.free_input(), True, first_step_is_compile=True,
+                                 warmup_until=settled, keep_warmup=lambda: settled.settled_since_ns)
         warmup_note = settled.note()
         if warmup_note:
             state.notes.append(warmup_note)

@@ -8,13 +8,13 @@ on a faster step: the fed step's slowdown was overstated and a tuned pipeline "b
 
 `Settled` is a `warmup_until` condition for `run_mode`: it is asked once per warm-up step, groups
 the steps into windows of at least WINDOW_S seconds and MIN_WINDOW_STEPS steps (a slow step's
-window closes at LONG_WINDOW_S with at least FEW_WINDOW_STEPS), and is met when
-the latest window's rate is no more than RISE above the rate two windows earlier (a rise slower
-than one window's noise shows only across two). A step that is steady from the start costs three
-windows (shorter windows under a short mode cap): 1.5 s for a step under 25 ms, up to 2.25 s for a
-slower one, whose windows need time to hold enough steps for a steady rate. The three windows
-that settled it (`settled_since_ns`) become the start of synthetic mode's timed window rather
-than a cost before it, also after a step that rose before them.
+window closes at LONG_WINDOW_S with at least FEW_WINDOW_STEPS), and is met when the latest
+window's rate is no more than RISE above that of the latest window that began at least LOOKBACK_S
+(1.5 s) before it (a rise slower than one window's noise shows only across several). A step that is steady from
+the start costs four 0.5-s windows (2.0 s) if it is under 25 ms, three of up to 0.8 s if slower
+(shorter windows under a short mode cap). The windows that settled it (`settled_since_ns`)
+become the start of synthetic mode's timed window rather than a cost before it, also after a
+step that rose before them.
 It gives up after `max_seconds`, and then says the step was still speeding up where its windows
 show it.
 Pure Python, with an injected clock.
@@ -28,8 +28,8 @@ WINDOW_S = 0.5  # a window lasts at least this long...
 MIN_WINDOW_STEPS = 20  # ...and holds this many steps,
 LONG_WINDOW_S = 0.75  # or, for a slow step, this long
 FEW_WINDOW_STEPS = 3  # with at least this many
-RISE = 0.05  # a window more than 5% faster than two windows before it: still warming up
-LOOKBACK_WINDOWS = 2
+RISE = 0.05  # a window more than 5% faster than the one LOOKBACK_S before it: still warming up
+LOOKBACK_S = 1.5  # two long windows: a rise slower than one window's noise shows only across more
 WARMUP_CAP_FACTOR = 1.5  # the settling warm-up may take up to 1.5x a mode's own cap (--max-seconds)
 
 
@@ -39,7 +39,7 @@ class Settled:
     def __init__(self, clock_ns: Callable[[], int], max_seconds: float, window_s: float | None = None):
         """`max_seconds`: the most the warm-up may take. `window_s`: a window's shortest length,
         default WINDOW_S (LONG_WINDOW_S for a slow step); both are shortened to an eighth of
-        `max_seconds` for short caps, so that a steady step's three windows stay a small part of
+        `max_seconds` for short caps, so that a steady step's windows stay a small part of
         them (a 1-s mode cap: 0.19-s windows). A `window_s` given is every window's length."""
         self._clock_ns = clock_ns
         self._max_ns = int(max_seconds * 1e9)
@@ -51,6 +51,8 @@ class Settled:
         self.window_s = window_s
         self._window_ns = int(window_s * 1e9)
         self._long_window_ns = int(long_window_s * 1e9)
+        # LOOKBACK_S, shortened with the windows under a short cap (two long windows)
+        self._lookback_ns = int(min(LOOKBACK_S, 2 * long_window_s) * 1e9)
         self._start_ns: int | None = None
         self._window_start_ns = 0
         self._steps = 0
@@ -77,28 +79,36 @@ class Settled:
             return True
         return False
 
+    def _reference(self) -> int | None:
+        """The index of the latest window that began at least the lookback before the last one did."""
+        last = len(self.rates) - 1
+        for j in range(last - 1, -1, -1):
+            if self.window_starts_ns[last] - self.window_starts_ns[j] >= self._lookback_ns:
+                return j
+        return None
+
     @property
     def settled(self) -> bool:
-        if len(self.rates) <= LOOKBACK_WINDOWS:
-            return False
-        return self.rates[-1] <= self.rates[-1 - LOOKBACK_WINDOWS] * (1 + RISE)
+        j = self._reference()
+        return j is not None and self.rates[-1] <= self.rates[j] * (1 + RISE)
 
     @property
     def settled_since_ns(self) -> int | None:
-        """When the three windows that settled the warm-up began (the last LOOKBACK_WINDOWS + 1):
-        the latest no more than RISE faster than the first of them, so the step no longer rose
-        over them, and their steps become the start of synthetic mode's timed window (run_mode's
-        `keep_warmup`) instead of a cost before a window of its own. Whether they vary too much
-        from one to the next is the stable rule's call, as for any timed window. None when the
-        warm-up ran out of time before it settled (then the mode times afresh after it)."""
+        """When the windows that settled the warm-up began (the last window and those since the
+        one it was compared with, LOOKBACK_S earlier): the latest no more than RISE faster than
+        the first of them, so the step no longer rose over them, and their steps become the start
+        of synthetic mode's timed window (run_mode's `keep_warmup`) instead of a cost before a
+        window of its own. Whether they vary too much from one to the next is the stable rule's
+        call, as for any timed window. None when the warm-up ran out of time before it settled
+        (then the mode times afresh after it)."""
         if self.gave_up or not self.settled:
             return None
-        return self.window_starts_ns[-1 - LOOKBACK_WINDOWS]
+        return self.window_starts_ns[self._reference()]
 
     @property
     def steady(self) -> bool:
         """Steady from the first window on: settled at its first check, no window more than RISE faster than another."""
-        return (self.settled_since_ns is not None and len(self.rates) == LOOKBACK_WINDOWS + 1
+        return (self.settled_since_ns is not None and self._reference() == 0
                 and max(self.rates) <= min(self.rates) * (1 + RISE))
 
     @property
@@ -106,7 +116,7 @@ class Settled:
         return 0.0 if self._start_ns is None else (self._clock_ns() - self._start_ns) / 1e9
 
     def note(self) -> str | None:
-        """What the warm-up saw, when it was more than a steady step's three windows."""
+        """What the warm-up saw, when it was more than a steady step's windows."""
         if self.gave_up:
             # Out of time: say so only where the windows show a rise, not for a steady step whose
             # windows did not all fit.
@@ -115,7 +125,7 @@ class Settled:
                         f"{self.window_s:.2f} s: {self.rates[0]:.1f} to {self.rates[-1]:.1f} steps/s): synthetic mode "
                         "may understate its steady speed")
             return None
-        if len(self.rates) > LOOKBACK_WINDOWS + 1 and self.rates[-1] > self.rates[0] * (1 + RISE):
+        if self._reference() not in (None, 0) and self.rates[-1] > self.rates[0] * (1 + RISE):
             return (f"the step sped up during warm-up from {self.rates[0]:.1f} to {self.rates[-1]:.1f} steps/s "
                     f"over {self.seconds:.1f} s; synthetic mode was timed once it had settled")
         return None

@@ -1,10 +1,7 @@
 """The settling warm-up on a scripted clock (no TensorFlow)."""
 
-from dataclasses import replace
-
 import pytest
 
-from pipediag.api.gather import SYNTHETIC_MIN_SECONDS
 from pipediag.modes.runner import run_mode
 from pipediag.modes.warmup import Settled
 from pipediag.records.run import StopRule
@@ -25,22 +22,23 @@ def drive(step_ms_at, max_seconds=30.0):
 
 def test_a_steady_step_costs_three_windows():
     settled, seconds = drive(lambda t: 10.0)
-    assert not settled.gave_up and len(settled.rates) == 3
-    assert seconds == pytest.approx(1.5, abs=0.05)  # three 0.5-s windows of 50 steps
+    assert not settled.gave_up and len(settled.rates) == 4
+    assert seconds == pytest.approx(2.0, abs=0.05)  # four 0.5-s windows of 50 steps: 1.5 s from first to last
     assert settled.note() is None
 
 
-@pytest.mark.parametrize("step_ms, window_s", [
-    (1.0, 0.5),  # 500 steps a window
-    (25.0, 0.5),  # 20 steps: the fewest a short window holds
-    (30.0, 0.6),  # a window waits for its 20 steps...
-    (40.0, 0.76),  # ...up to 0.75 s (19 steps, closed by the step that crossed it)
-    (200.0, 0.8),  # then closes with 3 or more steps (4 here)
+@pytest.mark.parametrize("step_ms, window_s, windows", [
+    (1.0, 0.5, 4),  # 500 steps a window; the last begins 1.5 s after the first
+    (25.0, 0.5, 4),  # 20 steps: the fewest a short window holds
+    (30.0, 0.6, 4),  # a window waits for its 20 steps...
+    (40.0, 0.76, 3),  # ...up to 0.75 s (19 steps, closed by the step that crossed it)
+    (200.0, 0.8, 3),  # then closes with 3 or more steps (4 here)
 ])
-def test_a_slow_steps_windows_last_until_they_hold_enough_steps(step_ms, window_s):
+def test_a_slow_steps_windows_last_until_they_hold_enough_steps(step_ms, window_s, windows):
     settled, seconds = drive(lambda t: step_ms)
-    assert len(settled.rates) == 3 and settled.steady
-    assert seconds == pytest.approx(3 * window_s, abs=0.01)
+    assert len(settled.rates) == windows and settled.steady
+    assert settled.settled_since_ns == settled.window_starts_ns[0]
+    assert seconds == pytest.approx(windows * window_s, abs=0.01)
 
 
 def test_a_step_that_speeds_up_for_seconds_is_warmed_until_it_settles():
@@ -102,14 +100,12 @@ def timed_after_settling(step_ms_at, rule=SETTLING_RULE, paused=None):
 
 
 def test_a_step_steady_through_its_settling_windows_is_timed_from_the_first_of_them():
-    # diagnose's synthetic rule: at least the three windows' 1.5 s
-    rule = replace(SETTLING_RULE, min_seconds=SYNTHETIC_MIN_SECONDS)
-    run, settled, seconds = timed_after_settling(lambda t: 10.0, rule)
+    run, settled, seconds = timed_after_settling(lambda t: 10.0)
     assert settled.steady and run.stop_reason == "stable"
     assert run.warmup_steps == 1 + 5  # the compile step and the fixed warm-up
-    assert len(run.compute_ns) == pytest.approx(150, abs=3)  # the three 0.5-s windows' steps: stable at once
-    assert (run.end_ns - run.start_ns) / 1e9 == pytest.approx(1.5, abs=0.05)
-    assert seconds == pytest.approx(0.06 + 1.5, abs=0.05)  # compile and fixed steps, the windows: not + 2.0 afresh
+    assert len(run.compute_ns) == pytest.approx(200, abs=3)  # the four 0.5-s windows' steps: stable at once
+    assert (run.end_ns - run.start_ns) / 1e9 == pytest.approx(2.0, abs=0.05)
+    assert seconds == pytest.approx(0.06 + 2.0, abs=0.05)  # compile and fixed steps, the windows: not + 2.0 afresh
 
 
 @pytest.mark.parametrize("step_ms_at", [
@@ -120,8 +116,8 @@ def test_a_step_that_rose_and_then_settled_is_timed_from_the_three_windows_that_
     run, settled, _ = timed_after_settling(step_ms_at)
     assert not settled.steady and len(settled.rates) > 3
     since = settled.settled_since_ns
-    assert since == settled.window_starts_ns[-3] and run.start_ns == since
-    tail = settled.rates[-3:]
+    assert since == settled.window_starts_ns[-4] and run.start_ns == since  # 0.5-s windows: 1.5 s back
+    tail = settled.rates[-4:]
     assert tail[-1] <= tail[0] * 1.05
     assert max(run.compute_ns) / 1e6 <= 1000 / min(tail) * 1.05  # none of the rising steps before them
     assert run.stop_reason == "stable"

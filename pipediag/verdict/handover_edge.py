@@ -72,13 +72,8 @@ def handover_edge(synthetic: ModeSummary, pipeline: ModeSummary, input_only: Mod
     wait = pipeline.input_wait_frac or 0.0
     if handover is None or input_only is None or wait < T.INPUT_WAIT_MODERATE or not pipeline.batches_per_sec:
         return None
-    headroom = rate_ratio(input_only, synthetic)
-    fetch_high = handover.fetch_ms_mean_ci[1] if handover.fetch_ms_mean_ci else handover.fetch_ms_mean
-    outruns = headroom is not None and headroom.value >= T.INPUT_HEADROOM and headroom.clearly_above_one
-    # Or the pipeline alone is no slower than handing over a ready batch: its own work hides
-    # behind its prefetch, and what input_only timed is the hand-over itself.
-    alone_ms = 1e3 / input_only.batches_per_sec if input_only.batches_per_sec else None
-    as_fast = alone_ms is not None and alone_ms <= T.GAP_SIGNIFICANT * fetch_high
+    headroom, outruns, as_fast, alone_ms = _keeps_up(synthetic, input_only, handover)
+    fetch_high = _fetch_high(handover)
     # Or (pipediag run, a loop over a distributed dataset) the pipeline read through a plain
     # iterator keeps up, and input_only, read through the loop's distributed iterator, took longer a
     # batch: that time is the iterator's work for each batch on the loop's thread (get_next of the
@@ -119,6 +114,23 @@ def handover_edge(synthetic: ModeSummary, pipeline: ModeSummary, input_only: Mod
     host = wait >= T.INPUT_WAIT_HIGH
     facts = {**facts, "wait_is_handover": True, **({"host_limit": HOST_LIMIT_HANDOVER} if host else {})}
     return HandoverEdge(True, host, evidence, facts)
+
+
+def _fetch_high(handover: Handover) -> float:
+    """The upper end of the ready batch's get_next and conversion, timed with nothing between the calls."""
+    return handover.fetch_ms_mean_ci[1] if handover.fetch_ms_mean_ci else handover.fetch_ms_mean
+
+
+def _keeps_up(synthetic: ModeSummary, input_only: ModeSummary, handover: Handover):
+    """(headroom, outruns, as_fast, alone_ms): the pipeline alone over the free step (Ratio or None);
+    whether it clearly outruns the free step (>= INPUT_HEADROOM, interval above 1); or whether it
+    is no slower than handing over a ready batch (its own work then hides behind its prefetch, and
+    what input_only timed is the hand-over itself); its ms a batch (None without a rate)."""
+    headroom = rate_ratio(input_only, synthetic)
+    outruns = headroom is not None and headroom.value >= T.INPUT_HEADROOM and headroom.clearly_above_one
+    alone_ms = 1e3 / input_only.batches_per_sec if input_only.batches_per_sec else None
+    as_fast = alone_ms is not None and alone_ms <= T.GAP_SIGNIFICANT * _fetch_high(handover)
+    return headroom, outruns, as_fast, alone_ms
 
 
 def _plain_headroom(handover: Handover, synthetic: ModeSummary):

@@ -12,7 +12,7 @@ cost as much as the step itself; no input change can remove it (docs/verdict.md,
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from pipediag import stats
@@ -42,13 +42,32 @@ class Handover:
     # ... and whether that loop's `next()` on the distributed iterator takes TensorFlow's partial-
     # batch path (modes.distributed.partial_batch_handling); None: not known, or not such a loop.
     partial_batches: bool | None = None
+    # get_next and conversion of the same ready batch with the step run between the calls, as in
+    # pipeline mode's loop (mean ms, its 95% interval, how many timed). A step that keeps the host
+    # busy makes get_next cost more than with nothing between the calls: on an H100, a tiny Keras step on
+    # TensorFlow's GPU build, 0.295 ms beside the step against 0.124 ms alone, and pipeline mode
+    # waited 0.300 ms (benchmarks/tf_gpu/handover_beside_step.py, docs/gpu-validation.md). Timed
+    # only where the reading alone leaves the step's wait unexplained (verdict.handover_edge.
+    # wants_beside_step); None otherwise.
+    beside_step_fetch_ms_mean: float | None = None
+    beside_step_fetch_ms_mean_ci: tuple[float, float] | None = None
+    beside_step_batches: int | None = None
+
+    @property
+    def beside_step_fetch_ms_high(self) -> float | None:
+        """The upper end of the beside-the-step reading's interval (its mean without one), or None."""
+        if self.beside_step_fetch_ms_mean is None:
+            return None
+        ci = self.beside_step_fetch_ms_mean_ci
+        return ci[1] if ci else self.beside_step_fetch_ms_mean
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Handover:
-        return cls(**with_tuples(d, ("ms_mean_ci", "fetch_ms_mean_ci", "plain_batches_per_sec_ci")))
+        return cls(**with_tuples(d, ("ms_mean_ci", "fetch_ms_mean_ci", "plain_batches_per_sec_ci",
+                                     "beside_step_fetch_ms_mean_ci")))
 
 
 def _ms_ci(values: tuple[int, ...]) -> tuple[float, float] | None:
@@ -73,6 +92,15 @@ def handover_from_run(run: ModeRun, batch_format: str, transfer_text: str, trans
         transfer_text=transfer_text,
         through=through,
     )
+
+
+def with_beside_step(handover: Handover, run: ModeRun) -> Handover:
+    """`handover` with the ready batch's get_next timed again beside the step (`run`: its waits);
+    unchanged when nothing was timed."""
+    if not run.steps:
+        return handover
+    return replace(handover, beside_step_fetch_ms_mean=stats.mean(run.wait_ns) / NS_PER_MS,
+                   beside_step_fetch_ms_mean_ci=_ms_ci(run.wait_ns), beside_step_batches=run.steps)
 
 
 def distributed_iterator_text(through_batches_per_sec: float | None, plain_batches_per_sec: float | None,

@@ -224,6 +224,28 @@ class Gathering:
             self.state.handover_missing = error.message
             self.state.notes.append(f"the hand-over of a ready batch could not be timed: {error.message} "
                                     "(a fault in pipediag, not in your step; please report it)")
+            return
+        self.handover_beside_step()
+
+    def handover_beside_step(self) -> None:
+        """The ready batch's get_next timed again with the step run between the calls, as in
+        pipeline mode's loop, where the reading with nothing between them leaves the step's wait
+        unexplained although the pipeline keeps up (verdict.handover_edge.wants_beside_step)."""
+        from pipediag.analysis.handover import with_beside_step
+        from pipediag.modes.handover import MAX_SECONDS, MIN_SECONDS, repeated_batch
+        from pipediag.verdict.handover_edge import wants_beside_step
+
+        state, log = self.state, self.sampler.log()
+        modes = {name: summarize(state.runs[name], log) if name in state.runs else None
+                 for name in ("synthetic", "pipeline", "input_only")}
+        if not wants_beside_step(modes["synthetic"], modes["pipeline"], modes["input_only"], state.handover):
+            return
+        self.progress.phase("timing the hand-over of a ready batch beside the step")
+        short = replace(self.rule, max_seconds=min(self.rule.max_seconds, MAX_SECONDS),
+                        min_seconds=min(self.rule.min_seconds, MIN_SECONDS), soft_max_seconds=None)
+        run = self.measure("handover_beside_step", self.step_feed(repeated_batch(self.first_batch), keep_first=0),
+                           True, mode_rule=short, record=False)
+        state.handover = with_beside_step(state.handover, run)
 
     def anatomy(self) -> None:
         """The pipeline timed after each stage, naming the slow stage; a graph it cannot cut is a note.

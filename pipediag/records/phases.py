@@ -36,9 +36,10 @@ PHASE_LABELS = {
 
 def mode_phase(mode: str, enclosing: str | None) -> str:
     """The phase a mode's run is booked to: its own, "control" for the control runs, "ablation"
-    for a change alone or all but one, and "remeasure" for the runs repeated near a threshold."""
-    if enclosing == "remeasure":
-        return "remeasure"
+    for a change alone or all but one, "remeasure" for the runs repeated near a threshold, and
+    "handover" for the ready batch handed over beside the step."""
+    if enclosing in ("remeasure", "handover"):
+        return enclosing
     if mode.startswith("control"):
         return "control"
     return mode if mode in ("synthetic", "pipeline", "input_only", "tuned") else "ablation"

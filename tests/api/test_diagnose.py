@@ -330,3 +330,48 @@ def test_why_the_free_step_was_measured_again_is_said_from_the_verdicts_facts():
         "the step ran 1.16x slower alone (36.20 ms) than beside the pipeline (31.23 ms), and at the fed step's speed "
         "the input side could be the limit")
     assert free_step_understated({"edges": []}) is None
+
+
+def test_the_hand_over_is_timed_again_beside_the_step_where_the_verdict_asks_for_it(monkeypatch):
+    """Where the ready batch's get_next, timed with nothing between the calls, leaves the step's
+    wait unexplained although the pipeline keeps up (verdict.handover_edge.wants_beside_step), it
+    is timed again with the step between the calls. The decision is forced here (free input on a
+    CPU rarely reaches it); what is checked is that the run happens, in the hand-over's phase,
+    with the real step, and reaches the record, the JSON and the report."""
+    from pipediag.report.terminal.diagnose import handover_text
+    from pipediag.verdict import handover_edge
+
+    asked = []
+
+    def always(*args):
+        asked.append(args)
+        return True
+
+    monkeypatch.setattr(handover_edge, "wants_beside_step", always)
+    calls = []
+    inner = P.light_step()
+
+    def step(batch):
+        calls.append(1)
+        return inner(batch)
+
+    d = pipediag.diagnose(P.in_memory, step=step, stop_rule=STRUCTURE, modes=("synthetic", "pipeline", "input_only"))
+    assert len(asked) == 1
+    h = d.handover
+    assert h.beside_step_batches and h.beside_step_batches >= 10 and h.beside_step_fetch_ms_mean > 0
+    assert h.beside_step_fetch_ms_mean_ci is not None
+    steps_in_modes = sum(m.steps for m in d.modes.values() if m is not None and m.name != "input_only")
+    assert len(calls) > steps_in_modes + h.beside_step_batches - 1  # the step ran between the calls
+    assert "with the step run between the calls" in handover_text(h)
+    assert d.to_dict()["handover"]["beside_step_batches"] == h.beside_step_batches
+    assert {p.name for p in d.phases} >= {"handover"} and "ablation" not in {p.name for p in d.phases}
+
+
+def test_the_hand_over_is_not_timed_beside_the_step_where_the_verdict_does_not_ask(monkeypatch):
+    from pipediag.verdict import handover_edge
+
+    monkeypatch.setattr(handover_edge, "wants_beside_step", lambda *args: False)
+    d = pipediag.diagnose(P.in_memory, step=P.light_step(), stop_rule=STRUCTURE,
+                          modes=("synthetic", "pipeline", "input_only"))
+    assert d.handover is not None and d.handover.beside_step_fetch_ms_mean is None
+    assert d.to_dict()["handover"]["beside_step_batches"] is None

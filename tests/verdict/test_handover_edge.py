@@ -289,3 +289,73 @@ def test_a_distributed_read_cheaper_than_the_ready_batchs_get_next_leaves_the_re
     assert any(e.startswith("handing over a batch that is already made through") for e in v.evidence)
     fixes = recommend(v, cases, [], gpu_present=True, framework="tensorflow").fixes
     assert [f.kind for f in fixes] == ["batch_size", "steps_per_call", "device_prefetch", "batch_format"]
+
+
+# tf_tiny_step on an H100 (docs/gpu-validation.md, run 32): a tiny Keras step on TensorFlow's GPU
+# build, its batches from memory. The ready batch's get_next read 0.107 ms with nothing between the
+# calls; pipeline mode waited 0.265 ms a batch; with the step between the calls the same get_next
+# took about 0.295 ms (benchmarks/tf_gpu/handover_beside_step.py, the same machine that morning).
+def tiny_tf_step_case():
+    return {"synthetic": summary("synthetic", 673, gpu_util=2.0), "pipeline": summary("pipeline", 605, wait=0.16, gpu_util=2.0),
+            "input_only": summary("input_only", 7435), "tuned": None}
+
+
+def tiny_tf_handover(beside_ms=None):
+    from dataclasses import replace
+
+    alone = Handover(batches=892, ms_mean=0.330, ms_mean_ci=(0.320, 0.339), fetch_ms_mean=0.107,
+                     fetch_ms_mean_ci=(0.105, 0.110), transfer_ms_mean=0.222, batch_format="tf",
+                     transfer_text="tf.identity on /GPU:0 and sync_devices()")
+    if beside_ms is None:
+        return alone
+    return replace(alone, beside_step_fetch_ms_mean=beside_ms,
+                   beside_step_fetch_ms_mean_ci=(beside_ms * 0.95, beside_ms * 1.05), beside_step_batches=400)
+
+
+def test_a_get_next_timed_alone_that_leaves_the_wait_unexplained_asks_for_the_reading_beside_the_step():
+    from pipediag.verdict.handover_edge import wants_beside_step
+
+    cases = tiny_tf_step_case()
+    # 0.265 ms of wait against 2x 0.110: not explained by the reading alone, so it reads as input
+    assert decide(cases, handover=tiny_tf_handover()).bottleneck == "input"
+    assert wants_beside_step(cases["synthetic"], cases["pipeline"], cases["input_only"], tiny_tf_handover())
+    v = decide(cases, handover=tiny_tf_handover(beside_ms=0.295))
+    assert v.bottleneck == "host" and v.facts["wait_is_handover"]
+    assert v.facts["beside_step_fetch_ms"] == 0.295
+    assert any("with the step run between the calls, the same get_next took 0.295 ms" in e for e in v.evidence)
+
+
+def test_the_reading_beside_the_step_is_asked_for_only_where_it_could_change_the_verdict():
+    from pipediag.verdict.handover_edge import wants_beside_step
+
+    cases = issue_case()
+    # the reading alone already explains the wait
+    assert not wants_beside_step(cases["synthetic"], cases["pipeline"], cases["input_only"], handover(0.055))
+    # the pipeline alone does not keep up: the wait is the pipeline's, whatever get_next costs
+    slow = issue_case(input_rate=3000.0)
+    assert not wants_beside_step(slow["synthetic"], slow["pipeline"], slow["input_only"], handover(0.010))
+    # no wait to explain
+    idle = issue_case(wait=0.02)
+    assert not wants_beside_step(idle["synthetic"], idle["pipeline"], idle["input_only"], handover(0.010))
+    # no input_only mode, no hand-over
+    assert not wants_beside_step(cases["synthetic"], cases["pipeline"], None, handover(0.010))
+    assert not wants_beside_step(cases["synthetic"], cases["pipeline"], cases["input_only"], None)
+    # where it could: the pipeline keeps up, the wait is beyond 2x the reading alone
+    assert wants_beside_step(cases["synthetic"], cases["pipeline"], cases["input_only"], handover(0.010))
+
+
+def test_a_wait_beyond_the_reading_beside_the_step_stays_input():
+    # the step waited 0.265 ms a batch; beside the step a ready batch took 0.110 ms: the wait is
+    # more than 2x what handing over a ready batch costs in the loop, so it is not put on the hand-over
+    v = decide(tiny_tf_step_case(), handover=tiny_tf_handover(beside_ms=0.110))
+    assert v.bottleneck == "input"
+    assert "wait_is_handover" not in v.facts
+
+
+def test_the_reading_beside_the_step_round_trips_through_the_json():
+    h = tiny_tf_handover(beside_ms=0.295)
+    again = Handover.from_dict(h.to_dict())
+    assert again == h and again.beside_step_fetch_ms_mean_ci == (0.295 * 0.95, 0.295 * 1.05)
+    assert again.beside_step_fetch_ms_high == pytest.approx(0.295 * 1.05)
+    assert Handover.from_dict({k: v for k, v in tiny_tf_handover().to_dict().items()
+                               if not k.startswith("beside")}).beside_step_fetch_ms_high is None

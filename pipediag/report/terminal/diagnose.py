@@ -116,8 +116,11 @@ def handover_text(h) -> str:
     copy = (f" + device copy {h.transfer_ms_mean:.3f} ms" if h.transfer_ms_mean is not None
             else f"; no device copy: {h.transfer_text}")
     through = f" through {h.through}" if h.through else ""
+    beside = ("" if h.beside_step_fetch_ms_mean is None else
+              f"; get_next and conversion with the step run between the calls: {h.beside_step_fetch_ms_mean:.3f} ms "
+              f"({h.beside_step_batches} timed)")
     return (f"hand-over of a ready batch{through}: {h.ms_mean:.3f} ms{ci} — get_next and conversion to {h.batch_format} "
-            f"{h.fetch_ms_mean:.3f} ms{copy} ({h.batches} timed)")
+            f"{h.fetch_ms_mean:.3f} ms{copy} ({h.batches} timed){beside}")
 
 
 def _gib(value: int | None) -> str:

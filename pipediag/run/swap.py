@@ -204,6 +204,15 @@ class Windows(Gathering):
             self.caps[name] = steps
         return super().measure(name, next_batch, with_step, mode_rule, record, **kw)
 
+    def handover_beside_step(self) -> None:
+        """As diagnose's, in a window of the script's own steps; a script with too few left keeps
+        the reading taken with nothing between the calls, and a note says why."""
+        try:
+            super().handover_beside_step()
+        except OutOfSteps as short:
+            self.state.notes.append(f"the hand-over was not timed beside the step: the script had {short.left} "
+                                    f"step(s) left on its training dataset, a window needs {short.needed}")
+
     def tuned(self) -> None:
         try:
             super().tuned()

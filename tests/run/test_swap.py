@@ -94,3 +94,38 @@ def test_a_windows_steps_leave_out_the_fits_validation(tmp_path):
     assert synthetic.steps >= 50, synthetic  # the window spans at least one epoch's end
     assert max(synthetic.compute_ns) < 250_000_000, max(synthetic.compute_ns)
     assert any("s of the window were spent outside any step" in n for n in synthetic.notes), synthetic.notes
+
+
+TINY_LOOP = """
+ds = tf.data.Dataset.range(100000).map(lambda i: tf.fill([4], tf.cast(i, tf.float32))).batch(8)
+step = tf.function(lambda b: tf.reduce_sum(b))
+for batch in ds:
+    step(batch)
+"""
+
+
+def test_the_hand_over_beside_the_step_runs_in_a_window_of_the_scripts_steps(tmp_path, monkeypatch):
+    """Where the verdict asks for it (forced here: verdict.handover_edge.wants_beside_step), the ready
+    batch is handed over beside the script's own step, in a window of its steps."""
+    from pipediag.verdict import handover_edge
+
+    monkeypatch.setattr(handover_edge, "wants_beside_step", lambda *args: True)
+    result = run_here(write(tmp_path, "tiny.py", TINY_LOOP))
+    d = result.diagnosis
+    assert result.fault is None and d.status == "complete", d.notes
+    assert d.handover is not None and d.handover.beside_step_batches and d.handover.beside_step_batches > 0
+
+
+def test_a_script_short_of_steps_keeps_the_hand_over_alone_and_says_why(tmp_path, monkeypatch):
+    from pipediag.api.gather import Gathering
+    from pipediag.run.budget import OutOfSteps
+
+    def short(self):
+        raise OutOfSteps("handover_beside_step window", 3, 10)
+
+    monkeypatch.setattr(Gathering, "handover_beside_step", short)
+    result = run_here(write(tmp_path, "tiny.py", TINY_LOOP))
+    d = result.diagnosis
+    assert result.fault is None and d.status == "complete", d.notes
+    assert d.handover is not None and d.handover.beside_step_fetch_ms_mean is None
+    assert any("not timed beside the step: the script had 3 step(s) left" in n for n in d.notes)

@@ -57,6 +57,9 @@ class HandoverEdge:
     host: bool  # ... and that wait is >= INPUT_WAIT_HIGH of the time: a host verdict
     evidence: tuple[str, ...] = ()
     facts: dict[str, Any] = field(default_factory=dict)
+    # the pipeline alone clearly outruns the free step, or is no slower than handing over a ready
+    # batch (_keeps_up), whatever the wait: what wants_beside_step asks besides an unexplained wait
+    pipeline_keeps_up: bool = False
 
 
 def handover_facts(handover: Handover | None, synthetic: ModeSummary | None) -> dict[str, Any]:
@@ -105,7 +108,7 @@ def handover_edge(synthetic: ModeSummary, pipeline: ModeSummary, input_only: Mod
         if handover.partial_batches is not None:
             facts["distributed_partial_batches"] = handover.partial_batches
     if not explains:
-        return HandoverEdge(False, False, (), facts)
+        return HandoverEdge(False, False, (), facts, pipeline_keeps_up=outruns or as_fast)
     if facts.get("handover_is_distributed_read"):
         evidence = (_distributed_evidence(handover, synthetic, through_ms, wait_ms),)
     else:
@@ -131,7 +134,7 @@ def handover_edge(synthetic: ModeSummary, pipeline: ModeSummary, input_only: Mod
         )
     host = wait >= T.INPUT_WAIT_HIGH
     facts = {**facts, "wait_is_handover": True, **({"host_limit": HOST_LIMIT_HANDOVER} if host else {})}
-    return HandoverEdge(True, host, evidence, facts)
+    return HandoverEdge(True, host, evidence, facts, pipeline_keeps_up=outruns or as_fast)
 
 
 def wants_beside_step(synthetic: ModeSummary | None, pipeline: ModeSummary | None, input_only: ModeSummary | None,
@@ -146,10 +149,7 @@ def wants_beside_step(synthetic: ModeSummary | None, pipeline: ModeSummary | Non
     if synthetic is None or pipeline is None or handover is None or handover.through is not None:
         return False
     edge = handover_edge(synthetic, pipeline, input_only, handover)
-    if edge is None or edge.explains_wait:
-        return False
-    _, outruns, as_fast, _ = _keeps_up(synthetic, input_only, handover)
-    return outruns or as_fast
+    return edge is not None and not edge.explains_wait and edge.pipeline_keeps_up
 
 
 def _fetch_high(handover: Handover) -> float:

@@ -285,6 +285,41 @@ def _undecided(ablation: Ablation) -> list[tuple[str, float, VariantResult]]:
     return found
 
 
+@dataclass(frozen=True)
+class Unsettled:
+    """A change measured as no gain against the controls together, but as a gain against one of
+    them, where the controls themselves ran apart (their 95% intervals do not overlap): which
+    control to believe decides the answer, so the measurement does not settle it."""
+
+    change: str  # Change.key
+    speedups: tuple[float, ...]  # its run against each control run, in run order
+    control_rates: tuple[float, ...]  # each control run's batches per second, in run order
+
+
+def unsettled(ablation: Ablation) -> list[Unsettled]:
+    """The changes `Unsettled` describes. Only effects of "none" (a harm, clearly slower, and an
+    unsafe or unmeasured change are what they are), and only with two or more control runs."""
+    controls = [v for v in ablation.variants
+                if v.role == "control" and v.error is None and v.batches_per_sec and v.batches_per_sec_ci]
+    if len(controls) < 2 or max(c.batches_per_sec_ci[0] for c in controls) <= min(c.batches_per_sec_ci[1] for c in controls):
+        return []
+    together = next((v for v in ablation.variants if v.role == "together"), None)
+    found = []
+    for e in ablation.effects:
+        if e.effect != "none":
+            continue
+        own = next((v for v in ablation.variants if v.role == "alone" and v.changes == (e.change,)), None)
+        if own is None and e.basis == "only change":
+            own = together
+        if own is None or own.error is not None or not own.batches_per_sec_ci:
+            continue
+        against = [ratio_of(own.batches_per_sec, own.batches_per_sec_ci, c.batches_per_sec, c.batches_per_sec_ci)
+                   for c in controls]
+        if any(classify(r) == "gain" for r in against):
+            found.append(Unsettled(e.change, tuple(r.value for r in against), tuple(c.batches_per_sec for c in controls)))
+    return found
+
+
 def left_out(ablation: Ablation) -> dict[str, str]:
     """Changes the together run must not include, with the reason for the report."""
     out = {}

@@ -3,10 +3,10 @@ together), and whether a speedup is believed as a gain (gain_doubt)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from pipediag.analysis.ablation import Ablation, ChangeEffect, classify
+from pipediag.analysis.ablation import Ablation, ChangeEffect, Unsettled, classify, unsettled
 from pipediag.analysis.modes import ModeSummary, Ratio, rate_ratio
 from pipediag.records.change import Change
 from pipediag.records.verdict import Verdict
@@ -33,6 +33,9 @@ class Measured:
     gains: list[Change]  # changes that gained alone
     on_top: list[Change]  # changes that gained only on top of the others
     withheld: list[str]
+    # changes whose answer depends on which control run is believed (analysis.ablation.unsettled),
+    # each with the text that says so: offered unmeasured, not called "without a gain"
+    unsettled: list[tuple[Change, str]] = field(default_factory=list)
 
     @property
     def measured(self) -> bool:
@@ -71,7 +74,34 @@ def measure_changes(verdict: Verdict, modes: dict[str, ModeSummary | None], chan
             if not withheld:  # else the changes' own lines above already say it
                 withheld.append(f"the tuned pipeline ran {together.value:.2f}x the original, not taken as a gain: "
                                 f"{why}")
-    return Measured(applied, together, together_gain, effects, gains, on_top, withheld)
+    open_changes = _unsettled(ablation, applied, gains + on_top, verdict, modes) if not together_gain else []
+    return Measured(applied, together, together_gain, effects, gains, on_top, withheld, open_changes)
+
+
+def _unsettled(ablation: Ablation | None, applied: list[Change], taken: list[Change], verdict: Verdict,
+               modes: dict[str, ModeSummary | None]) -> list[tuple[Change, str]]:
+    """The applied changes not taken as gains whose answer the control runs' own drift leaves open
+    (analysis.ablation.unsettled), unless gain_doubt explains their speedup away (a run faster
+    than free input, a compute-bound step)."""
+    if ablation is None:
+        return []
+    found = []
+    for u in unsettled(ablation):
+        change = next((c for c in applied if c.key == u.change and c not in taken), None)
+        if change is None:
+            continue
+        rate, ci = _alone_rate(ablation, change.key)
+        if gain_doubt(rate, ci, verdict, modes) is None:
+            found.append((change, unsettled_text(u)))
+    return found
+
+
+def unsettled_text(u: Unsettled) -> str:
+    return (f"not settled: against each control run it ran {min(u.speedups):.2f}-{max(u.speedups):.2f}x the original, "
+            f"a gain against one, and the control runs themselves (the original, unchanged) ran "
+            f"{min(u.control_rates):.1f} to {max(u.control_rates):.1f} batches/s, their 95% intervals apart: the "
+            "machine's speed moved by as much as this change could gain, so the measurement does not say whether "
+            "it helps; confirm with `pipediag compare` (interleaved turns against the original)")
 
 
 def together_ratio(modes: dict[str, ModeSummary | None], ablation: Ablation | None) -> Ratio | None:

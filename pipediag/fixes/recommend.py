@@ -170,6 +170,10 @@ def _measured_fixes(verdict: Verdict, m: Measured, changes: list[Change], modes:
         fixes.extend(_together_fixes(m))
     else:
         tried = tuple(applied)
+    # Not settled by the measurement (the control runs drifted apart): offered unmeasured, with why.
+    for c, basis in m.unsettled:
+        fixes.append(_fix(c.kind, c.stage, basis, **c.details))
+    tried = tuple(c for c in tried if all(c is not u for u, _ in m.unsettled))
     for c in changes:
         if c.kind == "cache" and not c.applied and c.reason and "snapshot" in c.reason:
             fixes.append(_fix("snapshot", c.stage, f"not measured: {c.reason}", **c.details))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from pipediag.analysis.ablation import unsettled
+
 
 def num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
     """`value` formatted, or `missing` when it is unknown (None is never shown as 0)."""
@@ -15,14 +17,21 @@ def num(value: float | None, fmt: str = "{:.1f}", missing: str = "—") -> str:
 
 
 WITHHELD = "faster, not taken as a gain"
+UNSETTLED = "not settled: the control runs drifted apart"
 
 
 def effect_text(d, change_key: str, effect: str) -> str:
     """A tuned-mode change's ablation effect as the reports say it: a "gain" that the fixes did not
     take (a speedup withheld as drift, or beside a verdict no input change can help: the change
-    is in `d.tried`, the notes say why) is not called a gain."""
-    if effect == "gain" and any(c.key == change_key for c in d.tried):
+    is in `d.tried`, the notes say why) is not called a gain; a "none" that the control runs'
+    drift leaves open (analysis.ablation.unsettled, offered as a fix not measured) is not called none."""
+    tried = any(c.key == change_key for c in d.tried)
+    if effect == "gain" and tried:
         return WITHHELD
+    ablation = getattr(d, "ablation", None)
+    if effect == "none" and not tried and ablation is not None and any(
+            u.change == change_key for u in unsettled(ablation)):
+        return UNSETTLED
     return effect
 
 

@@ -11,6 +11,7 @@ from pipediag.analysis.ablation import (
     needs_full_control,
     plan_all_but,
     plan_alone,
+    unsettled,
 )
 from pipediag.analysis.modes import Ratio
 
@@ -204,3 +205,51 @@ def test_a_saved_variant_without_the_full_window_flag_still_loads():
     d = LOAD_IMAGES[0].to_dict()
     del d["full_window"]
     assert VariantResult.from_dict(d).full_window is False
+
+
+# tfds_builder on the 2-core machine, 2026-12-06 (accuracy run 23, diagnose --json): two short
+# controls, the changes alone and together, then the control again with the full window, which
+# ran apart from the two before it (the machine sped up, or the short windows read it slow).
+PMAP = ("parallel_map@MapDataset/_25", "parallel_map", "map(augment)")
+TFDS_CACHE = ("cache@PrefetchDataset/_22", "cache", "map(lookup_nest)")
+TFDS_BUILDER = [
+    variant("control", [], 80.52, ci=(73.48, 89.05)),
+    variant("alone", [PMAP[0]], 89.14, ci=(83.82, 95.18)),
+    variant("alone", [TFDS_CACHE[0]], 97.89, ci=(88.62, 109.34)),
+    variant("control", [], 81.55, ci=(78.09, 85.34)),
+    variant("together", [PMAP[0], TFDS_CACHE[0]], 100.39, ci=(94.99, 106.44)),
+    variant("control", [], 99.68, ci=(91.61, 109.29), full_window=True),
+]
+
+
+def test_a_change_that_gains_against_one_control_run_only_is_unsettled_when_the_controls_ran_apart():
+    a = conclude(88.3, (83.3, 93.9), [PMAP, TFDS_CACHE], TFDS_BUILDER, window_s=3.0)
+    assert a.effect(TFDS_CACHE[0]).effect == "none"  # against the full-window control: 0.98x
+    found = unsettled(a)
+    assert [u.change for u in found] == [TFDS_CACHE[0]]  # parallel_map is no gain against any of them
+    u = found[0]
+    assert u.speedups == pytest.approx((97.89 / 80.52, 97.89 / 81.55, 97.89 / 99.68))
+    assert u.control_rates == (80.52, 81.55, 99.68)
+
+
+def test_nothing_is_unsettled_where_the_control_runs_agree_or_the_change_is_decided():
+    # the same change and rates, but the full-window control within the short ones' intervals
+    agree = TFDS_BUILDER[:-1] + [variant("control", [], 84.0, ci=(80.0, 88.0), full_window=True)]
+    a = conclude(88.3, (83.3, 93.9), [PMAP, TFDS_CACHE], agree, window_s=3.0)
+    assert unsettled(a) == []
+    # controls apart, but every change decided (a gain or a harm): nothing is open
+    decided = [variant("control", [], 50.0), variant("alone", [MAP[0]], 120.0), variant("alone", [PREFETCH[0]], 30.0),
+               variant("control", [], 60.0)]
+    a = conclude(*BASE, [MAP, PREFETCH], decided, window_s=3.0)
+    assert [e.effect for e in a.effects] == ["gain", "harm"] and unsettled(a) == []
+    # a single control run: nothing to disagree with
+    single = [variant("control", [], 50.0), variant("together", [MAP[0]], 51.0)]
+    assert unsettled(conclude(*BASE, [MAP], single, window_s=3.0)) == []
+
+
+def test_a_single_change_is_unsettled_through_its_together_run():
+    runs = [variant("control", [], 40.0, ci=(39.0, 41.0)), variant("together", [MAP[0]], 46.0, ci=(44.0, 48.0)),
+            variant("control", [], 47.0, ci=(45.0, 49.0), full_window=True)]
+    a = conclude(*BASE, [MAP], runs, window_s=3.0)
+    assert a.effect(MAP[0]).basis == "only change" and a.effect(MAP[0]).effect == "none"
+    assert [u.change for u in unsettled(a)] == [MAP[0]]

@@ -456,3 +456,43 @@ def test_the_new_changes_code_says_what_moves_and_that_the_reduced_decode_is_app
     reduced = catalog.code("decode_reduced", "map(decode_and_resize)", size=[160, 160], approximate=True)
     assert "reach = tf.minimum(hw[0] // 160, hw[1] // 160)" in reduced and "Approximate" in reduced
     assert "approximate" in catalog.title("decode_reduced", "map(decode_and_resize)", None, False, None)
+
+
+def tfds_builder_ablation():
+    """tfds_builder's ablation of 2026-12-06 (tests/analysis/test_ablation.py): the cache alone
+    gained against the short control runs, not against the full-window one, which ran apart."""
+    from pipediag.analysis.ablation import conclude
+    from tests.analysis.test_ablation import PMAP, TFDS_BUILDER, TFDS_CACHE
+
+    return conclude(88.3, (83.3, 93.9), [PMAP, TFDS_CACHE], TFDS_BUILDER, window_s=3.0)
+
+
+PMAP_CHANGE = Change("parallel_map", "map(augment)", "MapDataset/_25", "map(augment): parallel", True)
+TFDS_CACHE_CHANGE = Change("cache", "map(lookup_nest)", "PrefetchDataset/_22", "cache()", True)
+
+
+def test_a_change_the_drifting_controls_leave_open_is_offered_unmeasured_and_says_why():
+    summaries = {"synthetic": summary("synthetic", 199.0), "pipeline": summary("pipeline", 88.3, wait=0.5),
+                 "tuned": summary("tuned", 100.4, wait=0.4)}
+    changes = [PMAP_CHANGE, TFDS_CACHE_CHANGE]
+    rec = recommend(verdict("input", "partial"), summaries, changes, gpu_present=False, ablation=tfds_builder_ablation())
+    cache = [f for f in rec.fixes if f.kind == "cache"]
+    assert len(cache) == 1 and cache[0].measured_speedup is None and cache[0].stage == "map(lookup_nest)"
+    assert cache[0].basis.startswith("not settled: against each control run it ran 0.98-1.22x the original, "
+                                     "a gain against one, and the control runs themselves")
+    assert "80.5 to 99.7 batches/s, their 95% intervals apart" in cache[0].basis
+    assert "`pipediag compare`" in cache[0].basis
+    assert [c.kind for c in rec.tried] == ["parallel_map"]  # no gain against any control run: tried
+
+
+def test_an_open_change_is_not_offered_where_no_input_change_can_gain():
+    changes = [PMAP_CHANGE, TFDS_CACHE_CHANGE]
+    # a compute-bound step: the speedup is drift whatever the controls did
+    summaries = {"synthetic": summary("synthetic", 199.0), "pipeline": summary("pipeline", 88.3),
+                 "tuned": summary("tuned", 100.4)}
+    rec = recommend(verdict("compute"), summaries, changes, gpu_present=False, ablation=tfds_builder_ablation())
+    assert not [f for f in rec.fixes if f.kind == "cache"]
+    # the cache's run fed the step faster than free input did: drift, not a change that may help
+    slow_free = {**summaries, "synthetic": summary("synthetic", 60.0)}
+    rec = recommend(verdict("input", "partial"), slow_free, changes, gpu_present=False, ablation=tfds_builder_ablation())
+    assert not [f for f in rec.fixes if f.kind == "cache"]

@@ -214,3 +214,22 @@ def test_quick_says_the_fixes_were_not_measured_and_how_to_get_them():
     d = diagnosis(verdict=VERDICT)
     out = text(render_diagnosis(replace(d, settings={**d.settings, "quick": True})), width=200)
     assert "Fixes not measured (--quick" in out and "without --quick" in out and "No fix recommended" not in out
+
+
+def test_a_change_the_drifting_controls_leave_open_is_called_not_settled_not_none():
+    from pipediag.analysis.ablation import conclude
+    from tests.analysis.test_ablation import PMAP, TFDS_BUILDER, TFDS_CACHE
+
+    pmap = Change("parallel_map", "map(augment)", PMAP[0].split("@")[1], "map(augment): parallel", True)
+    cache = Change("cache", "map(lookup_nest)", TFDS_CACHE[0].split("@")[1], "cache() after map(lookup_nest)", True)
+    assert (pmap.key, cache.key) == (PMAP[0], TFDS_CACHE[0])
+    ablation = conclude(88.3, (83.3, 93.9), [PMAP, TFDS_CACHE], TFDS_BUILDER, window_s=3.0)
+    # as diagnose concludes it now: the cache offered unmeasured, parallel_map tried
+    out = text(render_diagnosis(diagnosis(verdict=VERDICT, tuning=[pmap, cache], ablation=ablation, tried=(pmap,))),
+               width=130)
+    assert "[applied] cache() after map(lookup_nest) — alone ×0.98 (not settled: the control runs drifted apart)" in out
+    assert "[applied] map(augment): parallel — alone ×0.89 (none)" in out
+    # a diagnosis saved before the rule listed both as tried: it still reads as saved
+    out = text(render_diagnosis(diagnosis(verdict=VERDICT, tuning=[pmap, cache], ablation=ablation,
+                                          tried=(pmap, cache))), width=130)
+    assert "alone ×0.98 (none)" in out and "not settled" not in out

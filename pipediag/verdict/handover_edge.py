@@ -12,7 +12,8 @@ free step, called "input (high)"). The wait is the hand-over when both hold:
 - the mean wait per step in pipeline mode is at most HANDOVER_WAIT_MARGIN (2x) the upper end of
   the interval of an already-produced batch's get_next and conversion. That get_next is timed
   with nothing between the calls; where that reading leaves the wait unexplained although the
-  pipeline keeps up (wants_beside_step), it is timed again with the step run between the calls,
+  pipeline keeps up, and the step runs on an accelerator (wants_beside_step; on the CPU a get_next
+  slowed by the step is contention, the contention rule's), it is timed again with the step run between the calls,
   as in pipeline mode's loop, and the larger reading is the one the wait is held to. A step that
   keeps the host busy makes each get_next cost more: on an H100, a tiny Keras step on TensorFlow's
   GPU build, 0.295 ms a ready batch beside the step against 0.124 ms alone, with pipeline mode
@@ -91,8 +92,9 @@ def handover_edge(synthetic: ModeSummary, pipeline: ModeSummary, input_only: Mod
     through_ms = _distributed_handover_ms(handover, synthetic, alone_ms)
     bound = fetch_high if through_ms is None else max(fetch_high, through_ms)
     # The same ready batch's get_next timed with the step between the calls, where it was
-    # (wants_beside_step): what get_next costs in the loop's own rhythm.
-    beside_high = handover.beside_step_fetch_ms_high
+    # (wants_beside_step): what get_next costs in the loop's own rhythm. Only for a step on an
+    # accelerator (_beside_step_applies): a reading saved from a CPU step is not used.
+    beside_high = handover.beside_step_fetch_ms_high if _beside_step_applies(handover) else None
     beside_sets_bound = beside_high is not None and beside_high > bound
     if beside_sets_bound:
         bound = beside_high
@@ -144,12 +146,25 @@ def wants_beside_step(synthetic: ModeSummary | None, pipeline: ModeSummary | Non
     least INPUT_WAIT_MODERATE), the pipeline alone keeps up (as handover_edge reads it), and the
     wait is beyond HANDOVER_WAIT_MARGIN of the get_next timed with nothing between the calls. A
     pipeline that falls behind beside the step (cores taken by the step) makes the step wait for
-    whole batches, beyond what a ready batch costs beside it, and stays input. Not for a loop
-    over a distributed dataset: there the hand-over is read through its iterator already."""
-    if synthetic is None or pipeline is None or handover is None or handover.through is not None:
+    whole batches, beyond what a ready batch costs beside it, and stays input. Only where the
+    step runs on an accelerator (_beside_step_applies)."""
+    if synthetic is None or pipeline is None or handover is None or not _beside_step_applies(handover):
         return False
     edge = handover_edge(synthetic, pipeline, input_only, handover)
     return edge is not None and not edge.explains_wait and edge.pipeline_keeps_up
+
+
+def _beside_step_applies(handover: Handover) -> bool:
+    """Whether the reading beside the step is the hand-over: where the step runs on an accelerator
+    (a device copy was made: its framework works on one here) and the batch comes through a plain
+    iterator. A step on the CPU shares the cores with the pipeline's threads and get_next's own
+    work, so a get_next slowed by the step between the calls is CPU contention, which the
+    contention rule reads; held to it, a wait that competition for the cores makes was called the
+    hand-over (real/tf_text on the 2-core machine, accuracy run 26: 0.292 ms beside its Keras step
+    against 0.193 alone explained a 0.553-ms wait, and the verdict fell to compute on the
+    contention line, where this case is input through contention). A loop over a distributed
+    dataset has its hand-over read through its iterator already."""
+    return handover.transfer_ms_mean is not None and handover.through is None
 
 
 def _fetch_high(handover: Handover) -> float:

@@ -335,8 +335,8 @@ def test_why_the_free_step_was_measured_again_is_said_from_the_verdicts_facts():
 def test_the_hand_over_is_timed_again_beside_the_step_where_the_verdict_asks_for_it(monkeypatch):
     """Where the ready batch's get_next, timed with nothing between the calls, leaves the step's
     wait unexplained although the pipeline keeps up (verdict.handover_edge.wants_beside_step), it
-    is timed again with the step between the calls. The decision is forced here (free input on a
-    CPU rarely reaches it); what is checked is that the run happens, in the hand-over's phase,
+    is timed again with the step between the calls. The decision is forced here (a step on the
+    CPU is never asked: no device copy); what is checked is that the run happens, in the hand-over's phase,
     with the real step, and reaches the record, the JSON and the report."""
     from pipediag.report.terminal.diagnose import handover_text
     from pipediag.verdict import handover_edge

@@ -340,8 +340,10 @@ def test_the_reading_beside_the_step_is_asked_for_only_where_it_could_change_the
     # no input_only mode, no hand-over
     assert not wants_beside_step(cases["synthetic"], cases["pipeline"], None, handover(0.010))
     assert not wants_beside_step(cases["synthetic"], cases["pipeline"], cases["input_only"], None)
-    # where it could: the pipeline keeps up, the wait is beyond 2x the reading alone
-    assert wants_beside_step(cases["synthetic"], cases["pipeline"], cases["input_only"], handover(0.010))
+    # where it could: the pipeline keeps up, the wait is beyond 2x the reading alone, the step on a GPU
+    assert wants_beside_step(cases["synthetic"], cases["pipeline"], cases["input_only"], handover(0.010, 0.05))
+    # ... but not for a step on the CPU (no device copy): there a get_next slowed beside it is contention
+    assert not wants_beside_step(cases["synthetic"], cases["pipeline"], cases["input_only"], handover(0.010))
 
 
 def test_a_wait_beyond_the_reading_beside_the_step_stays_input():
@@ -359,3 +361,39 @@ def test_the_reading_beside_the_step_round_trips_through_the_json():
     assert again.beside_step_fetch_ms_high == pytest.approx(0.295 * 1.05)
     assert Handover.from_dict({k: v for k, v in tiny_tf_handover().to_dict().items()
                                if not k.startswith("beside")}).beside_step_fetch_ms_high is None
+
+
+def tf_text_case():
+    """real/tf_text on the 2-core machine, accuracy run 26 (2026-12-06): a Keras step on the CPU,
+    its pipeline alone 3.07x the free step, the step waiting 11% of the time (0.553 ms a batch)."""
+    return {"synthetic": summary("synthetic", 260.2), "pipeline": summary("pipeline", 200.1, wait=0.111),
+            "input_only": summary("input_only", 798.5), "tuned": None}
+
+
+def tf_text_handover(beside_ms=None):
+    from dataclasses import replace
+
+    alone = Handover(batches=1460, ms_mean=0.200, ms_mean_ci=(0.192, 0.208), fetch_ms_mean=0.193,
+                     fetch_ms_mean_ci=(0.185, 0.200), transfer_ms_mean=None, batch_format="tf",
+                     transfer_text="the step's framework (tensorflow) uses no accelerator here: there is no device copy")
+    if beside_ms is None:
+        return alone
+    return replace(alone, beside_step_fetch_ms_mean=beside_ms, beside_step_fetch_ms_mean_ci=(0.283, 0.302),
+                   beside_step_batches=74)
+
+
+def test_a_step_on_the_cpu_gets_no_reading_beside_it_and_a_saved_one_is_not_used():
+    from pipediag.verdict.handover_edge import wants_beside_step
+
+    cases = tf_text_case()
+    # the wait (0.553 ms) is beyond 2x the reading alone (0.200), the pipeline keeps up: on a GPU
+    # this would ask for the reading beside the step; on the CPU it is contention's to read
+    assert not wants_beside_step(cases["synthetic"], cases["pipeline"], cases["input_only"], tf_text_handover())
+    without = decide(cases, handover=tf_text_handover())
+    # run 26 saved a reading beside the step (0.292 ms, up to 0.302: 2x that explains 0.553); the
+    # edge does not take it, so the verdict is the one without it
+    saved = decide(cases, handover=tf_text_handover(beside_ms=0.292))
+    assert "wait_is_handover" not in saved.facts and "beside_step_fetch_ms" not in saved.facts
+    assert (saved.bottleneck, saved.confidence, saved.headline) == (without.bottleneck, without.confidence,
+                                                                   without.headline)
+    assert saved.bottleneck == "input"

@@ -39,8 +39,10 @@ EFFECTS = ("gain", "none", "harm", "unsafe", "unmeasured")
 class VariantResult:
     """One run of a rewritten pipeline feeding the step."""
 
-    name: str  # "parallel_map alone", "together", "all but parallel_map", "control"
-    role: str  # control | alone | together | all_but
+    name: str  # "parallel_map alone", "together", "all but parallel_map", "control", "free input again"
+    # control | alone | together | all_but | free_input (the step on synthetic data again, after the
+    # tuned runs, where one of them fed it faster than synthetic mode had: runs_above_free)
+    role: str
     changes: tuple[str, ...]  # the Change keys it applied
     batches_per_sec: float | None
     batches_per_sec_ci: tuple[float, float] | None
@@ -318,6 +320,29 @@ def unsettled(ablation: Ablation) -> list[Unsettled]:
         if any(classify(r) == "gain" for r in against):
             found.append(Unsettled(e.change, tuple(r.value for r in against), tuple(c.batches_per_sec for c in controls)))
     return found
+
+
+CHANGED_ROLES = ("alone", "together", "all_but")  # the runs that apply a change
+
+
+def runs_above_free(variants: list[VariantResult], free_ci: tuple[float, float] | None) -> list[VariantResult]:
+    """The runs of a changed pipeline that fed the step faster than free input did: their rate's
+    95% interval wholly above `free_ci` (synthetic mode's). No input change can make the step run
+    faster than an already-made batch does, so either the step itself sped up since synthetic
+    mode ran (drift, warm-up, another process stopping) or synthetic mode's reading was low for
+    its moment: free input is then measured again, after these runs (tuner.ablation), and
+    fixes.measured.gain_doubt holds each run to every free-input reading."""
+    if free_ci is None:
+        return []
+    return [v for v in variants if v.role in CHANGED_ROLES and v.error is None and v.batches_per_sec_ci
+            and v.batches_per_sec_ci[0] > free_ci[1]]
+
+
+def free_input_runs(ablation: Ablation | None) -> list[VariantResult]:
+    """The step run on synthetic data again during the ablation (runs_above_free), with a rate."""
+    if ablation is None:
+        return []
+    return [v for v in ablation.variants if v.role == "free_input" and v.error is None and v.batches_per_sec]
 
 
 def left_out(ablation: Ablation) -> dict[str, str]:

@@ -348,6 +348,7 @@ class Gathering:
                     thorough=self.plan.thorough, outcome=outcome, clock_ns=self.clock_ns,
                     guard=self.watchdog.call, tuned_decided=self.tuned_decided,
                     control_decided=self.full_control_decided,
+                    free_input_ci=self.free_input_ci(), run_free_input=self.free_input_again,
                 )
         except Stalled as stall:  # filling a variant's cache (a stall in a variant's mode is a RunStalled)
             raise self.stalled("tuned", stall, reads_pipeline=False) from None
@@ -437,6 +438,15 @@ class Gathering:
         if self.plan.thorough or reference_ci is None or free is None or free.interval is None:
             return None
         return TunedDecided(RateReading(reference_rate, *reference_ci), free)
+
+    def free_input_ci(self) -> tuple[float, float] | None:
+        """Synthetic mode's rate interval (the latest run of it), or None."""
+        synthetic = self.state.runs.get("synthetic")
+        return None if synthetic is None else summarize(synthetic, self.sampler.log()).batches_per_sec_ci
+
+    def free_input_again(self, rule: StopRule) -> ModeRun:
+        """The step on synthetic data once more, during the ablation (not recorded as a mode)."""
+        return self.measure("free input again", self.free_input(), True, mode_rule=rule, record=False)
 
     def full_control_decided(self, undecided: list):
         """The full-window control's `decided` condition (verdict.sequential.FullControlDecided)

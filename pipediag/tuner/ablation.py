@@ -15,7 +15,10 @@ run so far is clear of the gain lines (verdict.sequential.TunedDecided; not unde
 undecided (analysis.ablation.needs_full_control), the control runs once more after the tuned run,
 with its full window (stopping once it has decided what the short ones left open:
 verdict.sequential.FullControlDecided), and is the baseline from then on: a control measures as
-long as the comparison needs, not the full window every time.
+long as the comparison needs, not the full window every time. Where a run fed the step faster than
+synthetic mode had (free input, the compute ceiling), the step is timed on synthetic data once more,
+in the short window, after the other runs: a free-input reading from the same minutes, for the drift
+check (fixes.measured.gain_doubt).
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ RunVariant = Callable[..., tuple[ModeRun, list]]
 TunedDecidedFor = Callable[[float, "tuple[float, float] | None"], Any]
 # the runs a full-window control must decide -> its `decided` condition, or None (verdict.sequential.FullControlDecided)
 ControlDecidedFor = Callable[[list[pure.VariantResult]], Any]
+# run_free_input(rule) -> the step's raw timings on synthetic data (free input) again
+RunFreeInput = Callable[[StopRule], ModeRun]
 
 
 def alone_rule(rule: StopRule, thorough: bool) -> StopRule:
@@ -116,6 +121,8 @@ def tune_with_ablation(
     guard: Callable[..., Any] | None = None,
     tuned_decided: TunedDecidedFor | None = None,
     control_decided: ControlDecidedFor | None = None,
+    free_input_ci: tuple[float, float] | None = None,
+    run_free_input: RunFreeInput | None = None,
 ) -> TuningOutcome:
     """Run the ablation and the tuned mode. `outcome`, when given, is filled in as runs finish,
     so a Ctrl-C leaves what was measured. `guard` (`Watchdog.call`): a cache fill runs under its
@@ -123,7 +130,11 @@ def tune_with_ablation(
     against (the control runs', else pipeline mode's) and its interval, the condition that may end
     the tuned run, or a change alone, early (once its speedup is clear of the gain lines).
     `control_decided`: given the runs the short controls left undecided, the condition that may
-    end the full-window control early (once it has decided them)."""
+    end the full-window control early (once it has decided them). `free_input_ci`: synthetic
+    mode's rate interval; where a run fed the step faster than that (analysis.ablation.
+    runs_above_free), `run_free_input` times the step on synthetic data again, in the short window,
+    after every other run, so the drift check (fixes.measured.gain_doubt) has a free-input reading
+    from the same minutes as the run it judges."""
     out = outcome if outcome is not None else TuningOutcome(changes=list(plan.changes))
     out.changes = list(plan.changes)
     out.notes.extend(plan.notes)
@@ -200,6 +211,19 @@ def tune_with_ablation(
     for keys_ in pure.plan_all_but(list(together), thorough):
         missing = next(k for k in together if k not in keys_)
         one("all_but", keys_, f"all but {_short(by_key[missing])}", f"all but {_short(by_key[missing])}", short)
+
+    above = pure.runs_above_free(out.variants, free_input_ci)
+    if above and run_free_input is not None:
+        run = run_free_input(short)
+        summary = summarize(run)
+        out.variants.append(_variant("free input again: the step on synthetic data", "free_input", (), run, summary,
+                                     None, None))
+        names = ", ".join(v.name for v in above)
+        again = "" if summary.batches_per_sec is None else f" ({summary.batches_per_sec:.1f} batches/s)"
+        out.notes.append(
+            f"{names} fed the step faster than free input had ({free_input_ci[0]:.1f}-{free_input_ci[1]:.1f} "
+            f"batches/s, synthetic mode): the step was timed on synthetic data again after the tuned runs{again}, "
+            "and a speedup is taken for drift only where its run beat both free-input readings")
     return out
 
 

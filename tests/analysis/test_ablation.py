@@ -1,5 +1,7 @@
 """The ablation's bookkeeping on plain numbers: each change's own effect, left-outs, all-but runs."""
 
+from dataclasses import replace
+
 import pytest
 
 from pipediag.analysis.ablation import (
@@ -7,10 +9,12 @@ from pipediag.analysis.ablation import (
     VariantResult,
     classify,
     conclude,
+    free_input_runs,
     left_out,
     needs_full_control,
     plan_all_but,
     plan_alone,
+    runs_above_free,
     unsettled,
 )
 from pipediag.analysis.modes import Ratio
@@ -253,3 +257,20 @@ def test_a_single_change_is_unsettled_through_its_together_run():
     a = conclude(*BASE, [MAP], runs, window_s=3.0)
     assert a.effect(MAP[0]).basis == "only change" and a.effect(MAP[0]).effect == "none"
     assert [u.change for u in unsettled(a)] == [MAP[0]]
+
+
+def test_the_runs_that_fed_the_step_faster_than_free_input_are_found_and_a_run_again_is_no_change():
+    # real/tf_load_images, accuracy run 29 (2-core machine, 2026-12-06): the cache alone ran 20.9
+    # batches/s, above the 17.8-19.9 of synthetic mode measured minutes before
+    runs = [variant("control", [], 21.5, ci=(20.0, 23.0)),  # a control faster than free input is no change's
+            variant("alone", [MAP[0]], 12.0), variant("alone", [CACHE[0]], 20.9, ci=(20.1, 21.8)),
+            variant("alone", [PREFETCH[0]], None, error="could not be built"),
+            variant("together", [MAP[0], CACHE[0]], 21.0, ci=(19.5, 22.4))]
+    assert [v.changes for v in runs_above_free(runs, (17.8, 19.9))] == [(CACHE[0],)]
+    assert [v.role for v in runs_above_free(runs, (10.0, 11.0))] == ["alone", "alone", "together"]
+    assert runs_above_free(runs, None) == []  # no interval for synthetic mode: nothing to be above
+    again = variant("free_input", [], 21.2, ci=(20.3, 22.1))
+    a = conclude(*BASE, [MAP, CACHE], runs + [again], window_s=3.0)
+    assert free_input_runs(a) == [again] and free_input_runs(None) == []
+    # the run on synthetic data changes nothing of the ablation's own reading
+    assert a == replace(conclude(*BASE, [MAP, CACHE], runs, window_s=3.0), variants=tuple(runs + [again]))

@@ -375,3 +375,33 @@ def test_the_hand_over_is_not_timed_beside_the_step_where_the_verdict_does_not_a
                           modes=("synthetic", "pipeline", "input_only"))
     assert d.handover is not None and d.handover.beside_step_fetch_ms_mean is None
     assert d.to_dict()["handover"]["beside_step_batches"] is None
+
+
+def test_free_input_is_timed_again_in_the_ablation_where_a_run_beat_it(monkeypatch):
+    """Where a changed pipeline's run fed the step faster than synthetic mode had
+    (analysis.ablation.runs_above_free), the step runs on synthetic data once more after the
+    tuned runs. The decision is forced here (which runs beat free input is tested on numbers);
+    what is checked is that the run happens with the real step, is booked to the ablation, is no
+    mode, and reaches the notes, the JSON and the HTML report's runs (the fixes' use of it:
+    tests/fixes/test_recommend.py)."""
+    from pipediag.analysis import ablation as pure
+    from pipediag.report.html.diagnose import render_html
+    from pipediag.results.diagnose import Diagnosis
+
+    seen = []
+
+    def every_changed_run(variants, free_ci):
+        seen.append(free_ci)
+        return [v for v in variants if v.role in pure.CHANGED_ROLES]
+
+    monkeypatch.setattr(pure, "runs_above_free", every_changed_run)
+    d = pipediag.diagnose(P.serial_sleep_map, step=P.light_step(), stop_rule=STRUCTURE)
+    assert d.status == "complete" and d.tuning and seen and seen[0] == d.modes["synthetic"].batches_per_sec_ci
+    again = d.ablation.variants[-1]
+    assert again.role == "free_input" and again.changes == () and again.steps >= 10 and again.batches_per_sec > 0
+    assert "free input again" not in d.modes and set(d.modes) <= {"synthetic", "pipeline", "input_only", "tuned"}
+    assert "ablation" in {p.name for p in d.phases}
+    assert any("the step was timed on synthetic data again after the tuned runs" in n for n in d.notes)
+    saved = Diagnosis.from_dict(d.to_dict())
+    assert saved.ablation.variants[-1] == again and saved.fixes == d.fixes
+    assert "free input again: the step on synthetic data" in render_html(d)

@@ -231,3 +231,38 @@ def test_an_undecided_gain_gets_the_control_again_with_the_tuned_runs_window(mon
     ablation = conclude(baseline.batches_per_sec, baseline.batches_per_sec_ci, candidates, outcome.variants,
                         outcome.window_s)
     assert ablation.baseline_batches_per_sec == last.batches_per_sec and ablation.baseline_ci == last.batches_per_sec_ci
+
+
+@pytest.mark.slow
+def test_free_input_is_timed_again_only_where_a_run_fed_the_step_faster_than_it():
+    """A run faster than synthetic mode (analysis.ablation.runs_above_free, tested on numbers in
+    tests/analysis/test_ablation.py) gets the step timed on synthetic data once more, in the short
+    window, after every other run; the drift check holds the run to both readings (fixes.measured)."""
+    baseline, firsts, plan, _ = single_change_plan()
+    free_batch = next(iter(tf.data.Dataset.range(8).map(lambda x: tf.cast(x, tf.float32)).batch(8)))
+    rules = []
+
+    def run_free_input(rule):
+        rules.append(rule)
+        return run_mode("free input again", lambda: free_batch, light_step, rule, clock_ns=time.monotonic_ns)
+
+    def tune(free_input_ci):
+        return tune_with_ablation(
+            plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run,
+            summarize=lambda r: summarize(r, NO_SAMPLES), rule=replace(RULE, max_seconds=4.0),
+            free_input_ci=free_input_ci, run_free_input=run_free_input,
+        )
+
+    # free input measured far faster than any run of the pipeline (its sleeps hold it to a few
+    # hundred batches/s): nothing is timed again
+    outcome = tune((1e6, 2e6))
+    assert rules == [] and "free_input" not in [v.role for v in outcome.variants]
+    # a free-input interval below every run: timed again, last, in the short window (3 s)
+    outcome = tune((0.001, 0.002))
+    roles = [v.role for v in outcome.variants]
+    assert roles[-1] == "free_input" and roles.count("free_input") == 1 and roles[:2] == ["control", "together"]
+    again = outcome.variants[-1]
+    assert again.changes == () and again.batches_per_sec > 0 and again.batches_per_sec_ci is not None
+    assert [r.max_seconds for r in rules] == [3.0]
+    assert any(n.startswith("together fed the step faster than free input had (0.0-0.0 batches/s, synthetic mode): "
+                            "the step was timed on synthetic data again after the tuned runs") for n in outcome.notes)

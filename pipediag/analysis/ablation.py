@@ -197,10 +197,8 @@ def conclude(
     together = next((v for v in variants if v.role == "together"), None)
     effects = []
     for key, kind, stage in candidates:
-        own = next((v for v in variants if v.role == "alone" and v.changes == (key,)), None)
-        basis = "alone"
-        if own is None and together is not None and together.changes == (key,):
-            own, basis = together, "only change"
+        own = own_run(variants, key)
+        basis = "only change" if own is not None and own.role == "together" else "alone"
         ratio = vs_baseline(own)
         reason = None
         if own is None:
@@ -233,6 +231,15 @@ def conclude(
         together_ci=_ci(whole),
         window_s=window_s,
     )
+
+
+def own_run(variants: list[VariantResult] | tuple[VariantResult, ...], key: str) -> VariantResult | None:
+    """The run that measured change `key` by itself: its alone run, else the together run where
+    that applied this change alone (a single change has no alone run); None if neither ran."""
+    alone = next((v for v in variants if v.role == "alone" and v.changes == (key,)), None)
+    if alone is not None:
+        return alone
+    return next((v for v in variants if v.role == "together" and v.changes == (key,)), None)
 
 
 def needs_full_control(ablation: Ablation) -> str | None:
@@ -305,14 +312,11 @@ def unsettled(ablation: Ablation) -> list[Unsettled]:
                 if v.role == "control" and v.error is None and v.batches_per_sec and v.batches_per_sec_ci]
     if len(controls) < 2 or max(c.batches_per_sec_ci[0] for c in controls) <= min(c.batches_per_sec_ci[1] for c in controls):
         return []
-    together = next((v for v in ablation.variants if v.role == "together"), None)
     found = []
     for e in ablation.effects:
         if e.effect != "none":
             continue
-        own = next((v for v in ablation.variants if v.role == "alone" and v.changes == (e.change,)), None)
-        if own is None and e.basis == "only change":
-            own = together
+        own = own_run(ablation.variants, e.change)
         if own is None or own.error is not None or not own.batches_per_sec_ci:
             continue
         against = [ratio_of(own.batches_per_sec, own.batches_per_sec_ci, c.batches_per_sec, c.batches_per_sec_ci)

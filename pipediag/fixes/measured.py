@@ -6,7 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from pipediag.analysis.ablation import Ablation, ChangeEffect, Unsettled, classify, free_input_runs, unsettled
+from pipediag.analysis.ablation import (
+    Ablation,
+    ChangeEffect,
+    Unsettled,
+    classify,
+    free_input_runs,
+    own_run,
+    unsettled,
+)
 from pipediag.analysis.modes import ModeSummary, Ratio, rate_ratio
 from pipediag.records.change import Change
 from pipediag.records.verdict import Verdict
@@ -179,9 +187,7 @@ def change_text(c: Change) -> str:
 
 
 def _alone_rate(ablation: Ablation, key: str) -> tuple[float | None, tuple[float, float] | None]:
-    run = next((v for v in ablation.variants if v.role == "alone" and v.changes == (key,)), None)
-    if run is None:  # the only change: the together run was it alone
-        run = next((v for v in ablation.variants if v.role == "together"), None)
+    run = own_run(ablation.variants, key)  # the only change: the together run was it alone
     return (None, None) if run is None else (run.batches_per_sec, run.batches_per_sec_ci)
 
 

@@ -12,6 +12,7 @@ from pipediag.analysis.ablation import (
     free_input_runs,
     left_out,
     needs_full_control,
+    own_run,
     plan_all_but,
     plan_alone,
     runs_above_free,
@@ -274,3 +275,11 @@ def test_the_runs_that_fed_the_step_faster_than_free_input_are_found_and_a_run_a
     assert free_input_runs(a) == [again] and free_input_runs(None) == []
     # the run on synthetic data changes nothing of the ablation's own reading
     assert a == replace(conclude(*BASE, [MAP, CACHE], runs, window_s=3.0), variants=tuple(runs + [again]))
+
+
+def test_a_changes_own_run_is_its_alone_run_else_a_together_run_of_it_alone():
+    runs = [variant("control", [], 50.0), variant("alone", [MAP[0]], 60.0), variant("together", [MAP[0], CACHE[0]], 70.0)]
+    assert own_run(runs, MAP[0]) is runs[1]
+    assert own_run(runs, CACHE[0]) is None  # together applied it beside another change: not its own
+    single = [variant("control", [], 50.0), variant("together", [CACHE[0]], 70.0)]
+    assert own_run(single, CACHE[0]) is single[1] and own_run(single, MAP[0]) is None

@@ -63,6 +63,31 @@ for batch in ds:
     assert d.tuning  # the planned changes, applied or with their reason
 
 
+@pytest.mark.slow
+def test_free_input_timed_again_runs_in_a_window_of_the_scripts_steps(tmp_path, monkeypatch):
+    """Where a tuned run fed the step faster than the synthetic window had (forced here:
+    analysis.ablation.runs_above_free), the step is timed on the loop's last batch again, in a
+    window of the script's own steps, and the ablation keeps it as its last run."""
+    from pipediag.analysis import ablation as pure
+
+    monkeypatch.setattr(pure, "runs_above_free", lambda variants, free_ci: [
+        v for v in variants if v.role in pure.CHANGED_ROLES])
+    path = write(tmp_path, "tuned.py", """
+def parse(x):
+    return tf.cast(x, tf.float32) * 2.0
+
+ds = tf.data.Dataset.range(100000).map(parse).batch(32)
+for batch in ds:
+    assert batch.shape == (32,) and batch.dtype == tf.float32
+""")
+    result = run_here(path, modes=("synthetic", "pipeline", "input_only", "tuned"))
+    d = result.diagnosis
+    assert result.fault is None and d.status == "complete", d.notes
+    again = d.ablation.variants[-1]
+    assert again.role == "free_input" and again.steps > 0 and again.batches_per_sec, d.ablation.variants
+    assert any("the step was timed on synthetic data again after the tuned runs" in n for n in d.notes)
+
+
 VALIDATING_FIT = """
 x = np.random.rand(800, 8).astype(np.float32)
 y = (x.sum(axis=1) > 4).astype(np.float32)

@@ -45,16 +45,19 @@ def test_then_stop_ends_the_script_after_the_diagnosis(tmp_path):
     assert not out.exists()  # the script did not go on to its end
 
 
-@pytest.mark.slow
-def test_the_tuned_window_and_anatomy_run_in_the_loop(tmp_path):
-    path = write(tmp_path, "tuned.py", """
+PARSE_LOOP = """
 def parse(x):
     return tf.cast(x, tf.float32) * 2.0
 
 ds = tf.data.Dataset.range(100000).map(parse).batch(32)
 for batch in ds:
     assert batch.shape == (32,) and batch.dtype == tf.float32
-""")
+"""
+
+
+@pytest.mark.slow
+def test_the_tuned_window_and_anatomy_run_in_the_loop(tmp_path):
+    path = write(tmp_path, "tuned.py", PARSE_LOOP)
     result = run_here(path, modes=("synthetic", "pipeline", "input_only", "tuned"), anatomy=True)
     d = result.diagnosis
     assert result.fault is None and d.status == "complete", d.notes
@@ -72,14 +75,7 @@ def test_free_input_timed_again_runs_in_a_window_of_the_scripts_steps(tmp_path, 
 
     monkeypatch.setattr(pure, "runs_above_free", lambda variants, free_ci: [
         v for v in variants if v.role in pure.CHANGED_ROLES])
-    path = write(tmp_path, "tuned.py", """
-def parse(x):
-    return tf.cast(x, tf.float32) * 2.0
-
-ds = tf.data.Dataset.range(100000).map(parse).batch(32)
-for batch in ds:
-    assert batch.shape == (32,) and batch.dtype == tf.float32
-""")
+    path = write(tmp_path, "tuned.py", PARSE_LOOP)
     result = run_here(path, modes=("synthetic", "pipeline", "input_only", "tuned"))
     d = result.diagnosis
     assert result.fault is None and d.status == "complete", d.notes

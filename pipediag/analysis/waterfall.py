@@ -32,6 +32,13 @@ MIN_SHARE = 0.25  # the slow stage adds at least a quarter of the time per batch
 CLOSE_RUNNER_UP = 0.75  # a second stage adding >= 75% as much is named in a note
 STABLE_REL_HALF_WIDTH = 0.10  # a stage's rate is pinned down at ±10% (95% interval)
 MIN_CHUNKS = 5
+# The cuts past a stage need no timing (`deep_enough`) once the pipeline up to it takes at least
+# AS_SLOW_AS_WHOLE of the whole pipeline's time per batch and one stage so far adds at least
+# NAMED_SHARE of it: the later stages together add at most a tenth more, so one of them adds as
+# much as that stage only after a cut that read some 40% faster than a shorter cut it contains
+# (such dips come from noise and from Python's per-call cost: 14-15% in real/tf_csv's waterfall).
+AS_SLOW_AS_WHOLE = 0.9
+NAMED_SHARE = 0.5
 
 # Stages that hand on one element per element they read (rates carry over unchanged).
 _ONE_TO_ONE = {
@@ -263,6 +270,47 @@ def build_anatomy(stages: list[Stage], timings: dict[int, StageTiming], batch_si
                    f"{label[best]} adds {best_ms:.2f} ms to every batch, {100 * share:.0f}% of the "
                    f"{prev_ms:.2f} ms per batch after the last timed stage", tuple(notes),
                    _unit_note(stages, factors), seconds)
+
+
+def deep_enough(stages: list[Stage], timings: dict[int, StageTiming], final_index: int,
+                batch_size: int | None = None) -> str | None:
+    """Why the stages not timed yet need no timing to name the slow stage, or None to go on.
+
+    The anatomy times the last stage first (`final_index`, the whole pipeline), then the cuts from
+    the source on. Once the longest cut timed so far takes about as long per batch as the whole
+    pipeline (AS_SLOW_AS_WHOLE) and one stage up to it adds NAMED_SHARE or more of that time, the
+    stages after it add together what is left, a tenth or less: none can add more than that
+    stage. Never where a cache replays (the stages before it are not ranked, `build_anatomy`)."""
+    if _replaying_cache(stages) is not None:
+        return None
+    factors = [f for f, _ in elements_per_batch(stages, batch_size)]
+    final = timings.get(final_index)
+    if final is None or not final.chunk_ns or not factors[final_index]:
+        return None
+    final_rate, _ = rate(final.chunk_elements, final.chunk_ns)
+    if not final_rate:
+        return None
+    final_ms = 1000.0 * factors[final_index] / final_rate
+    prev_ms: float | None = None
+    best: tuple[float, Stage] | None = None
+    last: Stage | None = None
+    for s in stages:
+        t = timings.get(s.index)
+        if s.index >= final_index or t is None or not t.chunk_ns or not factors[s.index]:
+            continue
+        value, _ = rate(t.chunk_elements, t.chunk_ns)
+        if not value:
+            continue
+        ms = 1000.0 * factors[s.index] / value
+        added = ms - (prev_ms or 0.0)
+        if best is None or added > best[0]:
+            best = (added, s)
+        prev_ms, last = ms, s
+    if prev_ms is None or best is None or last is None or prev_ms < AS_SLOW_AS_WHOLE * final_ms or best[0] < NAMED_SHARE * final_ms:
+        return None
+    return (f"not timed: the pipeline up to {last.label} already took {prev_ms:.1f} ms per batch, about as long as "
+            f"the whole ({final_ms:.1f} ms), and {best[1].label} adds {100 * best[0] / final_ms:.0f}% of that: the "
+            "stages after it cannot add as much (--thorough times every stage)")
 
 
 def _replaying_cache(stages: list[Stage]) -> Stage | None:

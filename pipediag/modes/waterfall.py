@@ -24,6 +24,7 @@ from pipediag.analysis.waterfall import (
     Anatomy,
     StageTiming,
     build_anatomy,
+    deep_enough,
     elements_per_batch,
     is_stable,
     rate,
@@ -46,9 +47,13 @@ class WaterfallRule:
     total_cap_s: float = 12.0  # all stages together; the rest are reported as not timed
     chunk_target_s: float = 0.02  # a timed chunk of next() calls lasts at least this long
     call_target_s: float = 0.002  # one next() on an element stage covers ~this much of the final work
+    # Stop once the stages timed name the slow one beyond what the rest could change
+    # (analysis.waterfall.deep_enough); False times every stage.
+    only_deep_enough: bool = True
 
 
-THOROUGH = WaterfallRule(stage_cap_s=3.0, min_stage_s=1.0, total_cap_s=45.0, chunk_target_s=0.05)
+THOROUGH = WaterfallRule(stage_cap_s=3.0, min_stage_s=1.0, total_cap_s=45.0, chunk_target_s=0.05,
+                         only_deep_enough=False)
 QUICK = WaterfallRule(stage_cap_s=0.5, min_stage_s=0.15, total_cap_s=5.0)  # --quick
 
 
@@ -179,7 +184,7 @@ def measure_anatomy(
     order = timed[-1:] + timed[:-1]
     final_bps: float | None = None
     first_shuffle = next((s.index for s in stages if s.kind == "shuffle"), None)
-    for stage in order:
+    for position, stage in enumerate(order):
         spent = (clock_ns() - started) / 1e9
         skip = _skip_reason(stage, spent, first_shuffle, first_batch_s, rule)
         if skip is not None:
@@ -203,9 +208,37 @@ def measure_anatomy(
         if final_bps is None and timing.chunk_ns:
             value, _ = rate(timing.chunk_elements, timing.chunk_ns)
             final_bps = None if value is None else value / factor
+        rest = order[position + 1:]
+        enough = (deep_enough(stages, timings, order[0].index, batch_size)
+                  if rule.only_deep_enough and position > 0 and rest else None)
+        if enough is not None and _buffers_sized(stages, rest, cuts, sizes, first_shuffle, clock_ns, watchdog):
+            for later in rest:
+                timings[later.index] = StageTiming(later.index, reason=enough)
+            break
     enriched = _enrich(stages, timings, plan, sizes, counts)
     anatomy = build_anatomy(enriched, timings, batch_size, seconds=(clock_ns() - started) / 1e9)
     return AnatomyResult(enriched, anatomy)
+
+
+def _buffers_sized(stages: list[Stage], rest: list[Stage], cuts: dict[int, object], sizes: dict[int, float | None],
+                   first_shuffle: int | None, clock_ns: Callable[[], int], watchdog) -> bool:
+    """Whether every shuffle among the stages left untimed still gets its bytes per element (the
+    memory rules read a shuffle buffer's bytes, analysis.buffers): from the stage feeding it, timed
+    already or read now (a few elements) where that cut comes before the first shuffle. False where
+    one would need a cut past a shuffle read, which fills that buffer again: then go on timing."""
+    for shuffle in (s for s in rest if s.kind == "shuffle" and s.index > 0):
+        feeder = shuffle.index - 1
+        if sizes.get(feeder) is not None:
+            continue
+        if first_shuffle is None or feeder >= first_shuffle or feeder not in cuts:
+            return False
+        try:
+            sizes[feeder] = _mean_element_bytes(iter(cuts[feeder]), clock_ns, _stage_guard(watchdog, stages[feeder].label))
+        except (tf.errors.OpError, ValueError, TypeError):
+            return False
+        if sizes[feeder] is None:
+            return False
+    return True
 
 
 def measure_sizes(graph: PipelineGraph, options=None, *, clock_ns: Callable[[], int] = time.monotonic_ns,

@@ -7,6 +7,7 @@ from pipediag.analysis.waterfall import (
     Anatomy,
     StageTiming,
     build_anatomy,
+    deep_enough,
     elements_per_batch,
     is_stable,
     rate,
@@ -154,3 +155,38 @@ def test_stages_before_a_cache_that_replays_are_paid_once_and_not_ranked():
     timings = {0: timing(0, 100_000), 2: timing(2, 1000), 3: timing(3, 30_000), 4: timing(4, 2000),
                5: timing(5, 60, per_chunk=2)}
     assert build_anatomy([SOURCE, repeat, decode, cache2, augment2, batch2], timings).bottleneck_stage == "map(decode)"
+
+
+def test_the_cuts_after_a_stage_as_slow_as_the_whole_pipeline_are_not_needed():
+    # Timed so far: batch (the whole pipeline, 59 batches/s = 16.9 ms), then source and decode from
+    # the start (decode 2000 elements/s = 16 ms per batch of 32, 95% of the whole, adding 15.7 ms).
+    timings = {3: timing(3, 59, per_chunk=2), 0: timing(0, 100_000), 1: timing(1, 2000)}
+    why = deep_enough(PIPELINE, timings, final_index=3)
+    assert why is not None and why.startswith("not timed: the pipeline up to map(decode) already took 16.0 ms")
+    assert "map(decode) adds 93%" in why and "--thorough" in why
+    # The augment, had it been timed at decode's rate, adds nothing: the same stage is named.
+    timings[2] = timing(2, 2000)
+    assert build_anatomy(PIPELINE, timings).bottleneck_stage == "map(decode)"
+
+
+def test_the_cuts_go_on_while_the_stages_timed_leave_room_for_a_later_one():
+    batch = timing(3, 59, per_chunk=2)  # 16.9 ms per batch
+    # decode takes 60% of the whole pipeline's time: the augment may add the other 40%
+    assert deep_enough(PIPELINE, {3: batch, 0: timing(0, 100_000), 1: timing(1, 3150)}, final_index=3) is None
+    # as slow as the whole (92%), but no one stage adds half of it (source 7.6 ms, 45%; decode 8.0
+    # ms more, 47%): the rule asks for both, and goes on
+    spread = {3: batch, 0: timing(0, 4200), 1: timing(1, 2050)}
+    assert deep_enough(PIPELINE, spread, final_index=3) is None
+    # only the whole pipeline timed, or nothing comparable
+    assert deep_enough(PIPELINE, {3: batch}, final_index=3) is None
+    assert deep_enough(PIPELINE, {0: timing(0, 2000)}, final_index=3) is None
+
+
+def test_never_before_a_cache_that_replays():
+    # The stages before the cache are not ranked (paid once): one of them as slow as the whole
+    # pipeline says nothing about the stages after the cache.
+    cache = stage(2, "cache", "CacheDatasetV2")
+    batch = stage(3, "batch", "BatchDatasetV2", buffer_size=32)
+    pipeline = [SOURCE, DECODE, cache, batch]
+    timings = {3: timing(3, 59, per_chunk=2), 0: timing(0, 100_000), 1: timing(1, 1800)}
+    assert deep_enough(pipeline, timings, final_index=3) is None

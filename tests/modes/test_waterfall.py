@@ -1,12 +1,14 @@
 """The waterfall on real pipelines: the rate after each stage, and the slow stage found."""
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 tf = pytest.importorskip("tensorflow")
 
+import pipediag.analysis.waterfall as analysis_waterfall  # noqa: E402
 from pipediag.analysis.buffers import shuffle_buffers  # noqa: E402
 from pipediag.builder.graph import PipelineGraph  # noqa: E402
 from pipediag.modes.waterfall import WaterfallRule, measure_anatomy, measure_sizes  # noqa: E402
@@ -54,6 +56,29 @@ def test_every_stage_is_timed_and_the_slow_one_is_bounded_by_its_sleep():
     by_label = {s.label: s for s in result.stages}
     assert by_label["RangeDataset"].cardinality == 10**6 and by_label["batch(16)"].cardinality == 62500
     assert by_label["map(scale)"].bytes_per_element == 4 and by_label["batch(16)"].bytes_per_element == 64
+
+
+@pytest.mark.slow
+def test_the_cuts_after_the_slow_stage_are_left_untimed_once_it_is_named(monkeypatch):
+    # The rule (analysis.waterfall.deep_enough) is tested on scripted rates; here its wiring. Its
+    # line is lowered from 90% to 50% of the whole pipeline's time, so that noise cannot keep the
+    # 2-ms-per-element lookup's cut (about the whole pipeline's time) from meeting it.
+    monkeypatch.setattr(analysis_waterfall, "AS_SLOW_AS_WHOLE", 0.5)
+    ds = tf.data.Dataset.range(10**6).map(scale).map(slow_lookup).shuffle(50).map(shift).batch(16)
+    graph = PipelineGraph.from_dataset(ds)
+    result = measure_anatomy(graph, ds.options(), batch_size=16, rule=QUICK)
+    rows = {r.label: r for r in result.anatomy.rows}
+    assert rows["batch(16)"].batches_per_sec and rows["map(slow_lookup)"].batches_per_sec  # the whole, then from the source
+    for label in ("shuffle(50)", "map(shift)"):
+        assert rows[label].batches_per_sec is None
+        assert rows[label].reason.startswith("not timed: the pipeline up to map(slow_lookup) already took")
+    assert result.anatomy.bottleneck_stage in ("map(slow_lookup)", None)  # None: its interval overlapped the source's
+    # the shuffle buffer's bytes still come from the stage feeding it (the memory rules read them)
+    sizes = {s.label: s.bytes_per_element for s in result.stages}
+    assert sizes["map(slow_lookup)"] == 4
+    # --thorough times every stage
+    thorough = measure_anatomy(graph, ds.options(), batch_size=16, rule=replace(QUICK, only_deep_enough=False))
+    assert all(r.batches_per_sec for r in thorough.anatomy.rows)
 
 
 def test_file_names_are_not_compared_with_records(tmp_path):

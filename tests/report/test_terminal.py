@@ -143,6 +143,26 @@ def test_anatomy_table_marks_the_slow_stage_and_its_units():
     assert "slow stage: map(decode_example) adds 19.00 ms to every batch" in out
 
 
+def test_stages_left_untimed_for_one_reason_share_one_line():
+    from pipediag.analysis.waterfall import StageTiming, build_anatomy
+    from pipediag.records.stage import Stage
+
+    stages = [Stage(0, "s", "RangeDataset", "source"), Stage(1, "m", "MapDataset", "map", function="decode"),
+              Stage(2, "sh", "ShuffleDataset", "shuffle", buffer_size=100),
+              Stage(3, "m2", "MapDataset", "map", function="shift"), Stage(4, "b", "BatchDatasetV2", "batch", buffer_size=1)]
+
+    def timing(index, per_sec):
+        ns = tuple(int(10 / per_sec * 1e9 * f) for f in (0.98, 1.02) * 4)
+        return StageTiming(index, chunk_elements=(10,) * 8, chunk_ns=ns, stop_reason="stable")
+
+    why = "not timed: the pipeline up to map(decode) already took 10.0 ms per batch"
+    timings = {0: timing(0, 10_000), 1: timing(1, 100), 2: StageTiming(2, reason=why), 3: StageTiming(3, reason=why),
+               4: timing(4, 99)}
+    out = text(render_diagnosis(diagnosis(verdict=VERDICT, anatomy=build_anatomy(stages, timings), stages=stages)))
+    flat = " ".join(out.split())
+    assert f"shuffle(100), map(shift): {why}" in flat and flat.count(why) == 1
+
+
 def test_tuned_mode_lists_each_changes_own_speedup():
     from pipediag.analysis.ablation import VariantResult, conclude
 

@@ -208,7 +208,7 @@ def anatomy_table(d: Diagnosis) -> RenderableType | None:
     table.add_column("stage", justify="left", overflow="fold")
     for name in ("batches/s ±95%", "+ms", "share", "length", "size/el"):
         table.add_column(name, justify="right", no_wrap=True)
-    untimed = []
+    untimed: dict[str, list[str]] = {}  # reason -> the stages it holds for, said once
     for row in a.rows:
         stage = stages.get(row.index)
         name = Text(row.label, style="bold yellow" if row.index == a.bottleneck_index else "")
@@ -221,7 +221,7 @@ def anatomy_table(d: Diagnosis) -> RenderableType | None:
         if row.batches_per_sec_ci is not None:
             rate += f" ±{(row.batches_per_sec_ci[1] - row.batches_per_sec_ci[0]) / 2:.1f}"
         if row.batches_per_sec is None and row.reason:
-            untimed.append(f"{row.label}: {row.reason}")
+            untimed.setdefault(row.reason, []).append(row.label)
         table.add_row(
             name, rate, num(row.added_ms_per_batch, "{:+.2f}"),
             num(None if row.share is None else round(100 * row.share) or 0, "{:.0f}%"),  # never "-0%"
@@ -230,7 +230,7 @@ def anatomy_table(d: Diagnosis) -> RenderableType | None:
         )
     caption = [f"rates: {a.unit_note}; +ms: time the stage adds to each batch"]
     caption.append(("slow stage: " if a.bottleneck_stage else "no slow stage named: ") + a.reason)
-    caption += list(a.notes) + untimed
+    caption += list(a.notes) + [f"{', '.join(labels)}: {reason}" for reason, labels in untimed.items()]
     table.caption = "\n".join(caption)
     table.caption_justify = "left"
     return table

@@ -306,7 +306,9 @@ def deep_enough(stages: list[Stage], timings: dict[int, StageTiming], final_inde
         if best is None or added > best[0]:
             best = (added, s)
         prev_ms, last = ms, s
-    if prev_ms is None or best is None or last is None or prev_ms < AS_SLOW_AS_WHOLE * final_ms or best[0] < NAMED_SHARE * final_ms:
+    if best is None or last is None or prev_ms is None:
+        return None
+    if prev_ms < AS_SLOW_AS_WHOLE * final_ms or best[0] < NAMED_SHARE * final_ms:
         return None
     return (f"not timed: the pipeline up to {last.label} already took {prev_ms:.1f} ms per batch, about as long as "
             f"the whole ({final_ms:.1f} ms), and {best[1].label} adds {100 * best[0] / final_ms:.0f}% of that: the "

@@ -228,7 +228,9 @@ def _buffers_sized(stages: list[Stage], rest: list[Stage], cuts: dict[int, objec
     one would need a cut past a shuffle read, which fills that buffer again: then go on timing."""
     for shuffle in (s for s in rest if s.kind == "shuffle" and s.index > 0):
         feeder = shuffle.index - 1
-        if sizes.get(feeder) is not None:
+        if feeder in sizes:  # timed or read already: a size, or None where it is not visible (ragged)
+            if sizes[feeder] is None:
+                return False
             continue
         if first_shuffle is None or feeder >= first_shuffle or feeder not in cuts:
             return False

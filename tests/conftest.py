@@ -14,6 +14,9 @@ FIXTURES = os.path.join(ROOT, "tests", "fixtures", "pipelines.py")
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from tests import alone  # noqa: E402 (after ROOT is on the path)
+from tests.alone import pytest_runtest_protocol, pytest_unconfigure  # noqa: E402, F401 (its hooks, for pytest)
+
 
 @pytest.fixture
 def fixture_spec():
@@ -206,6 +209,7 @@ def pytest_configure(config):
     # this process and to pipediag subprocesses, which would inherit the ignoring: give both Ctrl-C back.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    alone.configure(config)
 
 
 @pytest.hookimpl(tryfirst=True)

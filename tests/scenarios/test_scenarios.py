@@ -182,6 +182,7 @@ GUARD = ["jpeg_tfrecord_serial", "remote_fetch_map", "oom_batch_size", "real/tf_
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # the accuracy benchmark's verdicts at 2-s modes: no second test's load beside them
 @pytest.mark.parametrize("name", GUARD)
 def test_pipediag_still_finds_the_planted_bottleneck(name, tmp_path):
     path = os.path.join(ROOT, "scenarios", f"{name}.py")

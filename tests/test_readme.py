@@ -15,7 +15,7 @@ def readme_commands():
 def test_readme_has_the_two_commands():
     install_run, install_test = readme_commands()[:2]
     assert install_run.endswith("pipediag diagnose --demo")
-    assert install_test.endswith("python -m pytest")
+    assert install_test.endswith("python -m pytest -n 2")
 
 
 def test_ci_runs_readmes_test_command():

@@ -244,6 +244,7 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_collection_modifyitems(config, items):
+    alone.alone_first(items)
     for item in items:
         if _listed(_relative(item.path), item.name):
             item.add_marker(pytest.mark.tf)

@@ -41,12 +41,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             pass
 
 
+def _worker_lock_path() -> str | None:
+    """The lock file's path in an xdist worker whose controller made one; None elsewhere."""
+    return os.environ.get(LOCK_ENV) if "PYTEST_XDIST_WORKER" in os.environ else None
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     """In an xdist worker: an `alone` test holds the lock exclusively, any other test shares it."""
     global _lock_fd
-    path = os.environ.get(LOCK_ENV)
-    if path is None or "PYTEST_XDIST_WORKER" not in os.environ:
+    path = _worker_lock_path()
+    if path is None:
         yield
         return
     if _lock_fd is None:
@@ -65,5 +70,5 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 def alone_first(items: list[pytest.Item]) -> None:
     """In an xdist worker: the alone tests first (a stable sort; every worker collects the same order),
     so they run back to back at the start, where each worker's first tests are being handed out."""
-    if os.environ.get(LOCK_ENV) is not None and "PYTEST_XDIST_WORKER" in os.environ:
+    if _worker_lock_path() is not None:
         items.sort(key=lambda item: item.get_closest_marker("alone") is None)

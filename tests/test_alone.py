@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -56,7 +55,7 @@ def test_shared(i):
 
 def run_two_workers(tmp_path, lock: bool):
     (tmp_path / "conftest.py").write_text(CONFTEST if lock else CONFTEST.replace("alone.configure(config)", "pass"))
-    (tmp_path / "test_timed.py").write_text(textwrap.dedent(TESTS))
+    (tmp_path / "test_timed.py").write_text(TESTS)
     log = tmp_path / "log.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PIPEDIAG_TESTS_"))}
     env.update(ALONE_LOG=str(log), PYTHONPATH=ROOT)

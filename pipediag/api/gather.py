@@ -348,6 +348,7 @@ class Gathering:
                     thorough=self.plan.thorough, outcome=outcome, clock_ns=self.clock_ns,
                     guard=self.watchdog.call, tuned_decided=self.tuned_decided,
                     control_decided=self.full_control_decided,
+                    again_decided=self.control_again_decided,
                     free_input_ci=self.free_input_ci(), run_free_input=self.free_input_again,
                 )
         except Stalled as stall:  # filling a variant's cache (a stall in a variant's mode is a RunStalled)
@@ -456,6 +457,18 @@ class Gathering:
         if self.plan.thorough:
             return None
         return FullControlDecided([RateReading(v.batches_per_sec, *v.batches_per_sec_ci) for v in undecided])
+
+    def control_again_decided(self, first, alone: list):
+        """The control again's `decided` condition (verdict.sequential.ControlAgainDecided), from
+        the first control and the changes' alone runs (analysis.ablation.VariantResult); none under
+        --thorough or where the first control has no interval."""
+        from pipediag.verdict.sequential import ControlAgainDecided, RateReading
+
+        if self.plan.thorough or first.batches_per_sec_ci is None:
+            return None
+        return ControlAgainDecided(RateReading(first.batches_per_sec, *first.batches_per_sec_ci),
+                                   [RateReading(v.batches_per_sec or 0.0, *(v.batches_per_sec_ci or (None, None)))
+                                    for v in alone])
 
     def step_feed(self, data, keep_first: int | None = None):
         """The batches of `data` as the step takes them: per replica under a tf.distribute strategy.

@@ -11,7 +11,9 @@ change and nothing else (not the rebuild, not minutes of drift). `--thorough`
 gives the alone runs the full window too, and adds all-but-one runs when there are three or more
 changes. Each variant's pipeline (and its in-memory cache) is released before the next one is
 built. The tuned run, and each change alone, may stop early once its speedup over the controls
-run so far is clear of the gain lines (verdict.sequential.TunedDecided; not under --thorough). When the short controls leave a gain
+run so far is clear of the gain lines (verdict.sequential.TunedDecided; not under --thorough);
+so may the control again, once every change alone is clear of them against both controls
+(verdict.sequential.ControlAgainDecided). When the short controls leave a gain
 undecided (analysis.ablation.needs_full_control), the control runs once more after the tuned run,
 with its full window (stopping once it has decided what the short ones left open:
 verdict.sequential.FullControlDecided), and is the baseline from then on: a control measures as
@@ -45,6 +47,9 @@ RunVariant = Callable[..., tuple[ModeRun, list]]
 TunedDecidedFor = Callable[[float, "tuple[float, float] | None"], Any]
 # the runs a full-window control must decide -> its `decided` condition, or None (verdict.sequential.FullControlDecided)
 ControlDecidedFor = Callable[[list[pure.VariantResult]], Any]
+# (the first control, the changes' alone runs) -> the control again's `decided` condition, or None
+# (verdict.sequential.ControlAgainDecided)
+AgainDecidedFor = Callable[[pure.VariantResult, list[pure.VariantResult]], Any]
 # run_free_input(rule) -> the step's raw timings on synthetic data (free input) again
 RunFreeInput = Callable[[StopRule], ModeRun]
 
@@ -121,6 +126,7 @@ def tune_with_ablation(
     guard: Callable[..., Any] | None = None,
     tuned_decided: TunedDecidedFor | None = None,
     control_decided: ControlDecidedFor | None = None,
+    again_decided: AgainDecidedFor | None = None,
     free_input_ci: tuple[float, float] | None = None,
     run_free_input: RunFreeInput | None = None,
 ) -> TuningOutcome:
@@ -130,7 +136,9 @@ def tune_with_ablation(
     against (the control runs', else pipeline mode's) and its interval, the condition that may end
     the tuned run, or a change alone, early (once its speedup is clear of the gain lines).
     `control_decided`: given the runs the short controls left undecided, the condition that may
-    end the full-window control early (once it has decided them). `free_input_ci`: synthetic
+    end the full-window control early (once it has decided them). `again_decided`: given the first
+    control and the changes' alone runs, the condition that may end the control run again after
+    them early (once each is clear of the gain lines against both controls). `free_input_ci`: synthetic
     mode's rate interval; where a run fed the step faster than that (analysis.ablation.
     runs_above_free), `run_free_input` times the step on synthetic data again, in the short window,
     after every other run, so the drift check (fixes.measured.gain_doubt) has a free-input reading
@@ -171,7 +179,10 @@ def tune_with_ablation(
         if not keys_:
             again = any(v.role == "control" for v in out.variants)
             name = "control again" if again else "control"
-            one("control", keys_, f"{name}: rebuilt, unchanged", name, short)
+            # The control again knows what it must decide (the alone runs before it) and may stop
+            # once it has; the first control does not.
+            one("control", keys_, f"{name}: rebuilt, unchanged", name, short,
+                _again_decided(again_decided, out) if again else None)
             continue
         change = by_key[keys_[0]]
         # Like the tuned run, a change alone may stop once its speedup over the control is clear
@@ -236,6 +247,19 @@ def _tuned_decided(make: TunedDecidedFor | None, out: TuningOutcome, baseline: M
     if rate is None:
         rate, ci = baseline.batches_per_sec, baseline.batches_per_sec_ci
     return None if rate is None else make(rate, ci)
+
+
+def _again_decided(make: AgainDecidedFor | None, out: TuningOutcome):
+    """The control again's `decided` condition, for the alone runs whose effect the controls'
+    rate decides: not one that failed to run or whose output check failed (unmeasured or unsafe,
+    whatever the controls read). None where there is no first control with a rate, or no such run."""
+    if make is None:
+        return None
+    first = next((v for v in out.variants if v.role == "control"), None)
+    if first is None or first.error is not None or not first.batches_per_sec:
+        return None
+    alone = [v for v in out.variants if v.role == "alone" and v.error is None and v.check_ok is not False]
+    return make(first, alone) if alone else None
 
 
 def excluded_change(change: Change, excluded: dict[str, str]) -> Change:

@@ -31,6 +31,10 @@ rate it is judged against (the control, else pipeline mode) is clear of the line
 classifies a change by (1/MIN_GAIN, 1 and MIN_GAIN: harm, none, gain), and its rate over free input
 clear of 1 (a tuned run faster than free input is drift, and its speedup is withheld). A tuned
 rate near any of them measures on to the mode's own rule.
+With two or more changes, the control that runs again after the changes alone stops the same
+way once each change alone is clear of those lines against the two controls together
+(ControlAgainDecided); the full-window control, where the short ones left a gain open, once it has
+decided that gain (FullControlDecided).
 
 A contention reading that straddled its line is measured again, synthetic then pipeline mode, back
 to back and longer (api.gather.measure_edges_again). The new pipeline run stops as soon as the
@@ -243,6 +247,44 @@ class FullControlDecided:
                 return False
         self.reason = (f"the control's interval {control.low:.1f}-{control.high:.1f} batches/s: every gain it was "
                        "run for is decided, or as narrow as its own run")
+        return True
+
+
+class ControlAgainDecided:
+    """`decided(wait_ns, compute_ns)` for the control run again after the changes alone (two or
+    more changes, tuner.ablation): it stops once every change's alone run is decided against the
+    two controls together, as analysis.ablation.control_baseline takes them (their mean rate, an
+    interval spanning both): that run's rate over theirs clear of the gain lines (1/MIN_GAIN, 1,
+    MIN_GAIN), as the tuned run's test, with the controls' rate from this run's second half on the
+    same side. An alone run near a line, or without an interval, keeps the control to its own stop
+    rule (its short window), as before; so does a first control without an interval. Only a clear
+    gain or a clear harm can be decided so (a run clear of all three lines is one of the two), and
+    the drift test between the controls (analysis.ablation.unsettled) reads only changes of no gain."""
+
+    def __init__(self, first: RateReading, alone: Sequence[RateReading]):
+        self.first, self.alone = first, list(alone)
+        self.reason: str | None = None
+
+    def __call__(self, wait_ns: Sequence[int], compute_ns: Sequence[int]) -> bool:
+        step_ns = [w + c for w, c in zip(wait_ns, compute_ns)]
+        again, late = rate_reading(step_ns), rate_reading(step_ns[len(step_ns) // 2:])
+        first = self.first
+        if not self.alone or first.interval is None or again is None or again.interval is None or late is None:
+            return False
+        both = RateReading((first.rate + again.rate) / 2, min(first.low, again.low), max(first.high, again.high))
+        both_late = (first.rate + late.rate) / 2
+        ratios = []
+        for run in self.alone:
+            if run.interval is None:
+                return False
+            ratio = ratio_of(run.rate, run.interval, both.rate, both.interval)
+            if ratio is None or not both_late or not all(
+                    settled(ratio.low, ratio.high, ratio.value, run.rate / both_late, line)
+                    for line in TunedDecided.GAIN_LINES):
+                return False
+            ratios.append(ratio)
+        self.reason = ("every change alone clear of the gain lines against the two controls ("
+                       + ", ".join(f"{r.value:.2f}x" for r in ratios) + ")")
         return True
 
 

@@ -187,6 +187,67 @@ def test_each_change_alone_may_stop_once_decided_against_the_control_before_it()
 
 
 @pytest.mark.slow
+def test_the_control_again_may_stop_once_decided_against_the_alone_runs_before_it():
+    """The control again is handed the first control and the changes' alone runs (what it must
+    decide: verdict.sequential.ControlAgainDecided, tested on numbers in
+    tests/verdict/test_sequential.py) and may stop early; the first control never is."""
+    ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
+    baseline_run, firsts = run("pipeline", ds, RULE)
+    baseline = summarize(baseline_run, NO_SAMPLES)
+    plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
+    assert len(plan.candidates) == 2
+    asked, conditions = [], {}
+
+    def again_decided(first, alone):
+        asked.append((first, alone))
+        return lambda wait_ns, compute_ns: True  # decided as soon as run_mode asks
+
+    def run_recording(name, dataset, rule, decided=None):
+        conditions[name] = decided
+        return run(name, dataset, rule, decided)
+
+    outcome = tune_with_ablation(
+        plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run_recording,
+        summarize=lambda r: summarize(r, NO_SAMPLES), rule=replace(RULE, min_seconds=2.0, max_seconds=3.0),
+        again_decided=again_decided,
+    )
+    roles = [v.role for v in outcome.variants]
+    assert roles[:5] == ["control", "alone", "alone", "control", "together"]
+    first, again = outcome.variants[0], outcome.variants[3]
+    assert asked == [(first, list(outcome.variants[1:3]))]
+    assert conditions["control"] is None and conditions["control again"] is not None
+    assert again.stop_reason == "decided" and first.stop_reason != "decided"
+
+
+def test_the_control_again_decides_only_the_alone_runs_the_controls_rate_can_decide():
+    """An alone run that failed, or whose output check failed, is unmeasured or unsafe whatever
+    the controls read: the control again is not held to it; with no run left, no condition."""
+    from pipediag.analysis.ablation import VariantResult
+    from pipediag.tuner.ablation import TuningOutcome, _again_decided
+
+    def variant(role, changes=(), rate=20.0, **kw):
+        return VariantResult(name=role, role=role, changes=changes, batches_per_sec=rate,
+                             batches_per_sec_ci=None if rate is None else (rate * 0.9, rate * 1.1), steps=30,
+                             stop_reason="stable", **kw)
+
+    control = variant("control")
+    good, unsafe = variant("alone", ("a",), 30.0, check_ok=True), variant("alone", ("b",), 31.0, check_ok=False)
+    failed = variant("alone", ("c",), None, error="could not be built")
+    seen = []
+
+    def make(first, alone):
+        seen.append((first, alone))
+        return "condition"
+
+    outcome = TuningOutcome(changes=[], variants=[control, good, unsafe, failed])
+    assert _again_decided(make, outcome) == "condition" and seen == [(control, [good])]
+    assert _again_decided(make, TuningOutcome(changes=[], variants=[control, unsafe, failed])) is None
+    assert _again_decided(None, outcome) is None
+    no_rate = replace(control, batches_per_sec=None, batches_per_sec_ci=None, error="stalled")
+    assert _again_decided(make, TuningOutcome(changes=[], variants=[no_rate, good])) is None
+
+
+@pytest.mark.slow
 def test_an_undecided_gain_gets_the_control_again_with_the_tuned_runs_window(monkeypatch):
     """When the short controls leave a gain undecided (analysis.ablation.needs_full_control,
     tested on numbers in tests/analysis/test_ablation.py), the control runs once more right after

@@ -5,6 +5,7 @@ import random
 from pipediag.verdict.sequential import (
     LINE_MARGIN,
     ContentionDecided,
+    ControlAgainDecided,
     FullControlDecided,
     InputOnlyDecided,
     PipelineDecided,
@@ -229,3 +230,48 @@ def test_every_undecided_run_must_be_settled():
     assert not FullControlDecided([clear, on_line])(*control(50.0, spread=0.3, n=12))
     assert not FullControlDecided([])(*control(50.0))  # nothing to decide: the rule's own window
     assert not FullControlDecided([RateReading(30.0, None, None)])(*control(50.0))
+
+
+# -- the control run again after the changes alone (ControlAgainDecided) --------------------------
+FIRST_CONTROL = RateReading(20.0, 19.4, 20.6)  # the first control: 20 batches/s (50 ms a batch)
+
+
+def test_changes_alone_clear_of_the_gain_lines_against_both_controls_end_the_control_again():
+    # a gain (30/s: 1.5x) and a harm (12/s: 0.6x) against controls at 20/s: both clear of every line
+    decided = ControlAgainDecided(FIRST_CONTROL, [RateReading(30.0, 29.0, 31.0), RateReading(12.0, 11.5, 12.5)])
+    assert decided(*control(50.0))
+    assert decided.reason == "every change alone clear of the gain lines against the two controls (1.50x, 0.60x)"
+
+
+def test_a_change_alone_near_a_gain_line_keeps_the_control_again_running():
+    # 1.07x the controls: on MIN_GAIN's line, whatever the control again reads; and no gain at all
+    assert not ControlAgainDecided(FIRST_CONTROL, [RateReading(21.4, 21.2, 21.6)])(*control(50.0))
+    assert not ControlAgainDecided(FIRST_CONTROL, [RateReading(20.0, 19.8, 20.2)])(*control(50.0))
+    clear, on_line = RateReading(30.0, 29.0, 31.0), RateReading(21.4, 21.2, 21.6)
+    assert not ControlAgainDecided(FIRST_CONTROL, [clear, on_line])(*control(50.0))  # every one must be
+
+
+def test_the_control_again_is_judged_with_the_first_one_as_conclude_takes_them():
+    """A gain clear against the first control alone is not decided where the control again runs
+    fast enough that the two together (mean rate, an interval spanning both) put it on a line."""
+    gain = RateReading(27.0, 26.5, 27.5)  # 1.35x the first control: clear of 1.05 by its margin
+    assert ControlAgainDecided(FIRST_CONTROL, [gain])(*control(50.0))  # the control again at 20/s too
+    # the control again at 25/s: together 22.5 (19.4-25.8), the gain 1.20x (1.03-1.42): on the lines
+    assert not ControlAgainDecided(FIRST_CONTROL, [gain])(*control(40.0))
+
+
+def test_a_control_again_that_speeds_up_mid_window_is_not_decided():
+    # its first half at 20/s, its second at 26/s (late, the gain reads 1.17x): the two controls
+    # together span 19.4-25.2 batches/s, and the gain's 1.27x (1.05-1.42) is no longer clear of 1.05
+    gain = RateReading(27.0, 26.5, 27.5)
+    wait = noisy(50.0, 40, seed=12)[:20] + noisy(38.5, 40, seed=13)[:20]
+    assert not ControlAgainDecided(FIRST_CONTROL, [gain])(wait, [0] * 40)
+    assert ControlAgainDecided(FIRST_CONTROL, [gain])(noisy(50.0, 40, seed=12), [0] * 40)  # steady at 20/s
+
+
+def test_without_intervals_or_runs_the_control_again_keeps_its_own_rule():
+    gain = RateReading(30.0, 29.0, 31.0)
+    assert not ControlAgainDecided(RateReading(20.0, None, None), [gain])(*control(50.0))  # first control
+    assert not ControlAgainDecided(FIRST_CONTROL, [RateReading(30.0, None, None)])(*control(50.0))  # a change
+    assert not ControlAgainDecided(FIRST_CONTROL, [])(*control(50.0))  # nothing to decide
+    assert not ControlAgainDecided(FIRST_CONTROL, [gain])(*control(50.0, n=2))  # too few steps for an interval

@@ -255,7 +255,7 @@ class _ModeTimer:
                 last_check = n
                 if (elapsed_s >= rule.min_seconds and n >= rule.min_steps
                         and is_stable([a + b for a, b in zip(wait, compute)], rule.rel_half_width,
-                                      rule.mean_rel_half_width)):
+                                      rule.mean_rel_half_width, rate_only=rule.rate_only)):
                     return self.finish("stable")
                 if decided is not None and decided(wait, compute):
                     return self.finish(DECIDED)
@@ -331,12 +331,20 @@ class _ModeTimer:
         )
 
 
-def is_stable(step_ns: list[int] | tuple[int, ...], rel_half_width: float, mean_rel_half_width: float) -> bool:
-    """Both the median step time and the mean (which sets throughput) are pinned down.
+def is_stable(step_ns: list[int] | tuple[int, ...], rel_half_width: float, mean_rel_half_width: float,
+              rate_only: bool = False) -> bool:
+    """Both the median step time and the mean (which sets throughput) are pinned down; with
+    `rate_only`, also the mean alone within ±`rel_half_width` (the median's own tolerance).
 
     The median alone can settle while the mean still swings: a prefetch buffer that drains
-    makes step times bimodal, and throughput is n / sum, a mean.
+    makes step times bimodal, and throughput is n / sum, a mean. The reverse holds too: on such
+    a step the median's order-statistic interval spans both kinds of step however long the run,
+    while the mean is pinned; a run read only for its rate need not wait for the median.
     """
+    if rate_only:
+        width = stats.relative_half_width(stats.batch_means_ci(step_ns), stats.mean(step_ns))
+        if width is not None and width <= rel_half_width:
+            return True
     for estimate, interval, tolerance in (
         (stats.median(step_ns), stats.median_ci(step_ns), rel_half_width),
         (stats.mean(step_ns), stats.batch_means_ci(step_ns), mean_rel_half_width),

@@ -28,7 +28,8 @@ class StopRule:
     readings clear of its lines, not each mode's own estimate pinned down; with fewer steps their
     intervals are wider (fewer batch means, a larger t), so a reading decides early only when it is
     far from its lines. A rule with `soft_max_seconds` (--quick) also stops a
-    mode there once it has `min_steps`.
+    mode there once it has `min_steps`. A `rate_only` rule (a run whose rate is all that is read
+    of it) is also stable once the mean's interval alone is within ±`rel_half_width`.
     """
 
     max_seconds: float = 10.0
@@ -47,6 +48,11 @@ class StopRule:
     # --quick's cap: a mode that has timed min_steps stops here; one slower than that runs on, to
     # max_seconds at most, until it has (a 1-batch/s pipeline would otherwise give 3 steps).
     soft_max_seconds: float | None = None
+    # A run read only for its rate (the ablation's short runs: tuner.ablation.alone_rule) may
+    # also stop once the mean's interval alone is within ±rel_half_width: the median's interval
+    # stays wide on a fed step that alternates between a ready batch and a wait, and kept such runs
+    # to their cap with their rate pinned to ±1% (small_files_latency, 2026-12-07).
+    rate_only: bool = False
 
     @property
     def usual_seconds(self) -> float:

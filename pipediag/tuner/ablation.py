@@ -55,7 +55,9 @@ RunFreeInput = Callable[[StopRule], ModeRun]
 
 
 def alone_rule(rule: StopRule, thorough: bool) -> StopRule:
-    """Short windows for the alone runs (the tuned mode keeps the full one)."""
+    """Short windows for the alone runs and the short controls (the tuned mode keeps the full
+    one). Only their rate is read (analysis.ablation divides rates and their intervals), so each
+    may stop once that rate is pinned, whatever its median step's interval (StopRule.rate_only)."""
     if thorough:
         return rule
     return replace(
@@ -64,6 +66,7 @@ def alone_rule(rule: StopRule, thorough: bool) -> StopRule:
         min_seconds=min(rule.min_seconds, ALONE_MIN_SECONDS),
         min_steps=min(rule.min_steps, 10),
         warmup_steps=min(rule.warmup_steps, 3),
+        rate_only=True,
     )
 
 

@@ -168,6 +168,25 @@ def test_is_stable_needs_both_median_and_mean_tight():
     assert not is_stable(bursty, 0.05, 0.10)
 
 
+def test_a_run_read_only_for_its_rate_is_stable_once_the_mean_is_pinned():
+    """Steps alternating between a ready batch (1 ms) and a wait (30 ms): the median's interval
+    spans both kinds however long the run, the mean is pinned. A rate_only rule stops on the mean
+    (within the median's own tolerance, 5%); a mean still swinging is no more stable for it."""
+    from pipediag import stats
+
+    alternating = [1, 30] * 40
+    assert stats.relative_half_width(stats.median_ci(alternating), stats.median(alternating)) > 0.05
+    assert not is_stable(alternating, 0.05, 0.10)
+    assert is_stable(alternating, 0.05, 0.10, rate_only=True)
+    bursty = ([10] * 8 + [300] * 2) * 5 + ([10] * 8 + [12] * 2) * 5
+    assert not is_stable(bursty, 0.05, 0.10, rate_only=True)
+    clock = FakeClock()
+    pattern = iter([1, 30] * 100_000)
+    rule = StopRule(max_seconds=1.0, min_seconds=0.1, min_steps=10, warmup_steps=0, rate_only=True)
+    run = run_mode("control", feeder(clock, 0), stepper(clock, lambda: next(pattern)), rule, clock_ns=clock)
+    assert run.stop_reason == "stable" and (run.end_ns - run.start_ns) / 1e9 < 0.2  # not the 1-s cap
+
+
 def test_stop_rule_rejects_nonsense():
     with pytest.raises(ValueError):
         StopRule(max_seconds=0)

@@ -219,6 +219,14 @@ def test_the_control_again_may_stop_once_decided_against_the_alone_runs_before_i
     assert again.stop_reason == "decided" and first.stop_reason != "decided"
 
 
+def test_the_short_runs_are_read_for_their_rate_only_and_thorough_keeps_the_full_rule():
+    from pipediag.tuner.ablation import alone_rule
+
+    short = alone_rule(RULE, thorough=False)
+    assert short.rate_only and short.max_seconds == 2.0 and short.min_steps == 10
+    assert not RULE.rate_only and alone_rule(RULE, thorough=True) is RULE
+
+
 def test_the_control_again_decides_only_the_alone_runs_the_controls_rate_can_decide():
     """An alone run that failed, or whose output check failed, is unmeasured or unsafe whatever
     the controls read: the control again is not held to it; with no run left, no condition."""

@@ -47,13 +47,21 @@ def run(name, dataset, rule, decided=None):
     return result, feed.firsts
 
 
-def single_change_plan():
-    """A serial read's pipeline timed as pipeline mode, and its tuning plan cut to the parallel map
-    alone: (pipeline mode's summary, its first batches, the plan, the parallel-map change)."""
+def two_change_plan():
+    """A serial read's pipeline timed as pipeline mode, and its tuning plan (a parallel map and a
+    prefetch): (pipeline mode's summary, its first batches, the plan)."""
     ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
     baseline_run, firsts = run("pipeline", ds, RULE)
     baseline = summarize(baseline_run, NO_SAMPLES)
     plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
+    assert len(plan.candidates) == 2
+    return baseline, firsts, plan
+
+
+def single_change_plan():
+    """two_change_plan's plan cut to the parallel map alone: (pipeline mode's summary, its first
+    batches, the plan, the parallel-map change)."""
+    baseline, firsts, plan = two_change_plan()
     parallel = plan.candidates[0]
     assert parallel.kind == "parallel_map"
     # only the parallel map is planned: the prefetch is left out, as a plan with one candidate would have it
@@ -154,17 +162,21 @@ def test_only_the_tuned_run_gets_a_decided_condition_against_the_control():
 
 @pytest.mark.slow
 def test_each_change_alone_may_stop_once_decided_against_the_control_before_it():
-    ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
-    baseline_run, firsts = run("pipeline", ds, RULE)
-    baseline = summarize(baseline_run, NO_SAMPLES)
-    plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
-    assert len(plan.candidates) == 2
-    references, conditions = [], {}
+    """The changes alone and the tuned run get the tuned run's condition; the control again is
+    handed the first control and the alone runs (what it must decide: verdict.sequential.
+    ControlAgainDecided, tested on numbers in tests/verdict/test_sequential.py); the first
+    control never stops early."""
+    baseline, firsts, plan = two_change_plan()
+    references, conditions, asked = [], {}, []
 
     def decided_against(rate, ci):
         references.append((rate, ci))
         return lambda wait_ns, compute_ns: True  # decided as soon as run_mode asks
 
+    def again_decided(first, alone):
+        asked.append((first, alone))
+        return lambda wait_ns, compute_ns: True
+
     def run_recording(name, dataset, rule, decided=None):
         conditions[name] = decided
         return run(name, dataset, rule, decided)
@@ -172,51 +184,18 @@ def test_each_change_alone_may_stop_once_decided_against_the_control_before_it()
     outcome = tune_with_ablation(
         plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run_recording,
         summarize=lambda r: summarize(r, NO_SAMPLES), rule=replace(RULE, min_seconds=2.0, max_seconds=3.0),
-        tuned_decided=decided_against,
+        tuned_decided=decided_against, again_decided=again_decided,
     )
     roles = [v.role for v in outcome.variants]
     assert roles[:5] == ["control", "alone", "alone", "control", "together"]
     first, again = outcome.variants[0], outcome.variants[3]
-    assert conditions["control"] is None and conditions["control again"] is None
+    assert conditions["control"] is None and first.stop_reason != "decided"
     assert all(conditions[v.name] is not None for v in outcome.variants[1:3])
     assert all(v.stop_reason == "decided" for v in outcome.variants[1:3])
-    assert first.stop_reason != "decided" and again.stop_reason != "decided"
+    assert asked == [(first, list(outcome.variants[1:3]))] and again.stop_reason == "decided"
     # the alone runs against the first control; the tuned run against both controls (conclude's baseline)
     assert references[:2] == [(first.batches_per_sec, first.batches_per_sec_ci)] * 2
     assert references[2] == control_baseline(list(outcome.variants[:4]))
-
-
-@pytest.mark.slow
-def test_the_control_again_may_stop_once_decided_against_the_alone_runs_before_it():
-    """The control again is handed the first control and the changes' alone runs (what it must
-    decide: verdict.sequential.ControlAgainDecided, tested on numbers in
-    tests/verdict/test_sequential.py) and may stop early; the first control never is."""
-    ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
-    baseline_run, firsts = run("pipeline", ds, RULE)
-    baseline = summarize(baseline_run, NO_SAMPLES)
-    plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
-    assert len(plan.candidates) == 2
-    asked, conditions = [], {}
-
-    def again_decided(first, alone):
-        asked.append((first, alone))
-        return lambda wait_ns, compute_ns: True  # decided as soon as run_mode asks
-
-    def run_recording(name, dataset, rule, decided=None):
-        conditions[name] = decided
-        return run(name, dataset, rule, decided)
-
-    outcome = tune_with_ablation(
-        plan, baseline=baseline, reference=Reference(firsts, True, None), run_variant=run_recording,
-        summarize=lambda r: summarize(r, NO_SAMPLES), rule=replace(RULE, min_seconds=2.0, max_seconds=3.0),
-        again_decided=again_decided,
-    )
-    roles = [v.role for v in outcome.variants]
-    assert roles[:5] == ["control", "alone", "alone", "control", "together"]
-    first, again = outcome.variants[0], outcome.variants[3]
-    assert asked == [(first, list(outcome.variants[1:3]))]
-    assert conditions["control"] is None and conditions["control again"] is not None
-    assert again.stop_reason == "decided" and first.stop_reason != "decided"
 
 
 def test_the_short_runs_are_read_for_their_rate_only_and_thorough_keeps_the_full_rule():
@@ -262,11 +241,7 @@ def test_an_undecided_gain_gets_the_control_again_with_the_tuned_runs_window(mon
     the tuned run with its full window, and conclude() judges every change against that run."""
     import pipediag.analysis.ablation as pure
 
-    ds = tf.data.Dataset.range(10**6).map(lambda x: tf.cast(x, tf.float32)).map(read_record).batch(8)
-    baseline_run, firsts = run("pipeline", ds, RULE)
-    baseline = summarize(baseline_run, NO_SAMPLES)
-    plan = plan_tuning(ds, FACTS, input_batches_per_sec=baseline.batches_per_sec)
-    assert len(plan.candidates) == 2
+    baseline, firsts, plan = two_change_plan()
     monkeypatch.setattr(pure, "needs_full_control", lambda ablation: "scripted: the controls were too wide")
     monkeypatch.setattr(pure, "undecided_runs", lambda ablation: [ablation.variants[1]])
     rules, conditions, asked = {}, {}, []

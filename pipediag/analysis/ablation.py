@@ -26,6 +26,7 @@ step shows either. The input-only waterfall (anatomy) says where the pipeline is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -141,10 +142,16 @@ def control_baseline(variants: list[VariantResult]) -> tuple[float | None, tuple
     controls = [v for v in variants if v.role == "control" and v.error is None and v.batches_per_sec]
     if any(v.full_window for v in controls):
         controls = [v for v in controls if v.full_window]
-    if not controls:
+    return pooled([(v.batches_per_sec, v.batches_per_sec_ci) for v in controls])
+
+
+def pooled(readings: Sequence[tuple[float, tuple[float, float] | None]]) -> tuple[float | None, tuple[float, float] | None]:
+    """Control runs taken as one baseline, from their (rate, 95% interval) each: the mean rate, with
+    an interval spanning all of theirs (None where one has none); (None, None) for no run."""
+    if not readings:
         return None, None
-    rate = sum(v.batches_per_sec for v in controls) / len(controls)
-    cis = [v.batches_per_sec_ci for v in controls]
+    rate = sum(r for r, _ in readings) / len(readings)
+    cis = [ci for _, ci in readings]
     if any(ci is None for ci in cis):
         return rate, None
     return rate, (min(ci[0] for ci in cis), max(ci[1] for ci in cis))

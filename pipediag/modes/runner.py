@@ -341,15 +341,10 @@ def is_stable(step_ns: list[int] | tuple[int, ...], rel_half_width: float, mean_
     a step the median's order-statistic interval spans both kinds of step however long the run,
     while the mean is pinned; a run read only for its rate need not wait for the median.
     """
-    if rate_only:
-        width = stats.relative_half_width(stats.batch_means_ci(step_ns), stats.mean(step_ns))
-        if width is not None and width <= rel_half_width:
-            return True
-    for estimate, interval, tolerance in (
-        (stats.median(step_ns), stats.median_ci(step_ns), rel_half_width),
-        (stats.mean(step_ns), stats.batch_means_ci(step_ns), mean_rel_half_width),
-    ):
-        width = stats.relative_half_width(interval, estimate)
-        if width is None or width > tolerance:
-            return False
-    return True
+    mean_width = stats.relative_half_width(stats.batch_means_ci(step_ns), stats.mean(step_ns))
+    if mean_width is None:
+        return False
+    if rate_only and mean_width <= rel_half_width:
+        return True
+    median_width = stats.relative_half_width(stats.median_ci(step_ns), stats.median(step_ns))
+    return median_width is not None and median_width <= rel_half_width and mean_width <= mean_rel_half_width

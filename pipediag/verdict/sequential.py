@@ -52,7 +52,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipediag import stats
-from pipediag.analysis.ablation import MIN_GAIN
+from pipediag.analysis.ablation import MIN_GAIN, pooled
 from pipediag.analysis.modes import ratio_of
 from pipediag.verdict import thresholds as T
 from pipediag.verdict.edges import ratio_interval
@@ -190,11 +190,18 @@ class InputOnlyDecided(_AgainstFree):
         return True
 
 
+GAIN_LINES = (1 / MIN_GAIN, 1.0, MIN_GAIN)  # harm, none, gain (analysis.ablation.classify)
+
+
+def clear_of_gain_lines(speedup, late_value: float) -> bool:
+    """A speedup (analysis.modes.Ratio) settled on one side of every gain line, its window's
+    second half (`late_value`) on the same side: the ablation's class for it is decided."""
+    return all(settled(speedup.low, speedup.high, speedup.value, late_value, line) for line in GAIN_LINES)
+
+
 class TunedDecided:
     """`decided(wait_ns, compute_ns)` for the tuned run, against `reference` (the control run's rate,
     else pipeline mode's) and, when known, `free` (synthetic mode's rate)."""
-
-    GAIN_LINES = (1 / MIN_GAIN, 1.0, MIN_GAIN)
 
     def __init__(self, reference: RateReading, free: RateReading | None):
         self.reference, self.free = reference, free
@@ -203,7 +210,7 @@ class TunedDecided:
     def __call__(self, wait_ns: Sequence[int], compute_ns: Sequence[int]) -> bool:
         step_ns = [w + c for w, c in zip(wait_ns, compute_ns)]
         late_ns = step_ns[len(step_ns) // 2:]
-        checks = [(self.reference, self.GAIN_LINES)] + ([(self.free, (1.0,))] if self.free is not None else [])
+        checks = [(self.reference, GAIN_LINES)] + ([(self.free, (1.0,))] if self.free is not None else [])
         ratios = []
         for against, lines in checks:
             whole, late = _rate_over(step_ns, against), _rate_over(late_ns, against)
@@ -242,8 +249,7 @@ class FullControlDecided:
             if width <= (run.high - run.low) / run.rate:
                 continue
             ratio = ratio_of(run.rate, run.interval, control.rate, control.interval)
-            if not all(settled(ratio.low, ratio.high, ratio.value, run.rate / late.rate, line)
-                       for line in TunedDecided.GAIN_LINES):
+            if not clear_of_gain_lines(ratio, run.rate / late.rate):
                 return False
         self.reason = (f"the control's interval {control.low:.1f}-{control.high:.1f} batches/s: every gain it was "
                        "run for is decided, or as narrow as its own run")
@@ -253,7 +259,7 @@ class FullControlDecided:
 class ControlAgainDecided:
     """`decided(wait_ns, compute_ns)` for the control run again after the changes alone (two or
     more changes, tuner.ablation): it stops once every change's alone run is decided against the
-    two controls together, as analysis.ablation.control_baseline takes them (their mean rate, an
+    two controls together, as analysis.ablation.pooled takes them (their mean rate, an
     interval spanning both): that run's rate over theirs clear of the gain lines (1/MIN_GAIN, 1,
     MIN_GAIN), as the tuned run's test, with the controls' rate from this run's second half on the
     same side. An alone run near a line, or without an interval, keeps the control to its own stop
@@ -271,16 +277,15 @@ class ControlAgainDecided:
         first = self.first
         if not self.alone or first.interval is None or again is None or again.interval is None or late is None:
             return False
-        both = RateReading((first.rate + again.rate) / 2, min(first.low, again.low), max(first.high, again.high))
+        rate, interval = pooled([(first.rate, first.interval), (again.rate, again.interval)])
+        both = RateReading(rate, *interval)
         both_late = (first.rate + late.rate) / 2
         ratios = []
         for run in self.alone:
             if run.interval is None:
                 return False
             ratio = ratio_of(run.rate, run.interval, both.rate, both.interval)
-            if ratio is None or not both_late or not all(
-                    settled(ratio.low, ratio.high, ratio.value, run.rate / both_late, line)
-                    for line in TunedDecided.GAIN_LINES):
+            if ratio is None or not both_late or not clear_of_gain_lines(ratio, run.rate / both_late):
                 return False
             ratios.append(ratio)
         self.reason = ("every change alone clear of the gain lines against the two controls ("

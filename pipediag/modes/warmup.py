@@ -36,15 +36,17 @@ WARMUP_CAP_FACTOR = 1.5  # the settling warm-up may take up to 1.5x a mode's own
 class Settled:
     """Callable warm-up condition: True once the step's rate has stopped rising."""
 
-    def __init__(self, clock_ns: Callable[[], int], max_seconds: float, window_s: float | None = None):
+    def __init__(self, clock_ns: Callable[[], int], max_seconds: float, window_s: float | None = None,
+                 cap_seconds: float | None = None):
         """`max_seconds`: the most the warm-up may take. `window_s`: a window's shortest length,
         default WINDOW_S (LONG_WINDOW_S for a slow step); both are shortened to an eighth of
-        `max_seconds` for short caps, so that a steady step's windows stay a small part of
-        them (a 1-s mode cap: 0.19-s windows). A `window_s` given is every window's length."""
+        `cap_seconds` (the mode's cap the windows become part of; default `max_seconds`) for short
+        caps, so that a steady step's windows stay a small part of the mode (a 1-s mode cap:
+        0.125-s windows). A `window_s` given is every window's length."""
         self._clock_ns = clock_ns
         self._max_ns = int(max_seconds * 1e9)
         if window_s is None:
-            long_window_s = min(LONG_WINDOW_S, max_seconds / 8)
+            long_window_s = min(LONG_WINDOW_S, (max_seconds if cap_seconds is None else cap_seconds) / 8)
             window_s = min(WINDOW_S, long_window_s)
         else:
             long_window_s = window_s
@@ -132,8 +134,13 @@ class Settled:
 
 
 def settling_warmup(clock_ns: Callable[[], int], mode_max_seconds: float) -> Settled:
-    """The warm-up condition of a synthetic mode capped at `mode_max_seconds` (diagnose, scale)."""
-    return Settled(clock_ns, max_seconds=WARMUP_CAP_FACTOR * mode_max_seconds)
+    """The warm-up condition of a synthetic mode capped at `mode_max_seconds` (diagnose, scale):
+    up to WARMUP_CAP_FACTOR times that cap, its windows an eighth of the mode's cap at most.
+    The settling windows become the start of the mode's timed window, so they are sized on the
+    mode's cap: under --quick's 3-s cap, 0.375-s windows settle a steady step in 1.1 s, where
+    windows sized on the warm-up's 4.5-s cap (0.5 s) took 2.0 s, two thirds of the cap. From
+    a 6-s cap up (the default's 10 s) the windows are WINDOW_S and LONG_WINDOW_S either way."""
+    return Settled(clock_ns, max_seconds=WARMUP_CAP_FACTOR * mode_max_seconds, cap_seconds=mode_max_seconds)
 
 
 # A first pass whose projected time exceeds this share of the warm-up cap is not waited for at

@@ -3,7 +3,7 @@
 import pytest
 
 from pipediag.modes.runner import run_mode
-from pipediag.modes.warmup import Settled
+from pipediag.modes.warmup import Settled, settling_warmup
 from pipediag.records.run import StopRule
 from tests.clocks import FakeClock
 
@@ -175,6 +175,27 @@ def test_a_short_mode_cap_shortens_the_windows_and_a_steady_step_is_not_called_r
     while not steady_out_of_time():
         c.ns += 10_000_000
     assert steady_out_of_time.gave_up and steady_out_of_time.note() is None
+
+
+@pytest.mark.parametrize("mode_cap_s, window_s, long_window_s, settled_after_s", [
+    (10.0, 0.5, 0.75, 2.0),  # the default cap: four 0.5-s windows, a 1.5-s look back, as before
+    (6.0, 0.5, 0.75, 2.0),  # the shortest cap where nothing changes
+    (3.0, 0.375, 0.375, 1.125),  # --quick: three 0.375-s windows (2.0 s sized on the warm-up's 4.5-s cap)
+    (1.0, 0.125, 0.125, 0.375),
+])
+def test_the_settling_windows_are_sized_on_the_modes_cap(mode_cap_s, window_s, long_window_s, settled_after_s):
+    # The windows become the start of the mode's timed window: an eighth of the mode's cap at
+    # most, while the warm-up itself may run to 1.5x that cap.
+    clock = FakeClock()
+    settled = settling_warmup(clock, mode_cap_s)
+    assert settled.window_s == pytest.approx(window_s)
+    assert settled._long_window_ns == int(long_window_s * 1e9)
+    assert settled._max_ns == int(1.5 * mode_cap_s * 1e9)
+    while not settled():
+        clock.ns += 1_000_000  # a steady 1-ms step
+    assert not settled.gave_up and settled.steady
+    assert clock.ns / 1e9 == pytest.approx(settled_after_s, abs=0.01)
+    assert settled.settled_since_ns == settled.window_starts_ns[0]  # all of them become timed steps
 
 
 def test_an_interrupt_during_the_settling_warm_up_keeps_its_steps_as_the_timings():

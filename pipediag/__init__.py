@@ -10,6 +10,7 @@
 Importing pipediag does not import TensorFlow; `diagnose()` and `compare()` do, when they run.
 """
 
+from pipediag import _imported  # noqa: F401  (first: when pipediag was imported, for the start-up time)
 from pipediag._version import __version__
 from pipediag.api.compare import compare
 from pipediag.api.diagnose import diagnose

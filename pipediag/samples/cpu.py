@@ -88,11 +88,27 @@ class CpuReader:
         return t.user + t.system
 
 
-def process_age_s(now_s: Callable[[], float] = time.time) -> float | None:
-    """Seconds since this process started (psutil's create time, to about 10 ms); None where psutil
-    cannot read it."""
-    try:
-        started = psutil.Process().create_time()
-    except (psutil.Error, OSError):
-        return None
-    return max(0.0, now_s() - started)
+# Python's own start before pipediag's first import takes tens of milliseconds; more than this
+# and the process ran something else before it became Python.
+EXEC_GAP_S = 1.0
+
+
+def process_age_s(now_s: Callable[[], float] = time.time, started_s: float | None = None,
+                  imported_s: float | None = None) -> float:
+    """Seconds since Python started in this process: from psutil's create time (to about 10 ms),
+    unless pipediag was first imported more than EXEC_GAP_S after it (`imported_s`, default
+    pipediag._imported). Then the process ran something else before it exec'd Python (`bash -c
+    'pip install ... && pipediag diagnose ...'` runs its last command in the shell's own process,
+    and a 25-s install read as start-up), and the age counts from pipediag's import, Python's own
+    start (tens of milliseconds) left out; so it does where psutil cannot read the create time."""
+    from pipediag import _imported
+
+    imported = _imported.IMPORTED_S if imported_s is None else imported_s
+    if started_s is None:
+        try:
+            started_s = psutil.Process().create_time()
+        except (psutil.Error, OSError):
+            started_s = imported
+    if imported - started_s > EXEC_GAP_S:
+        started_s = imported
+    return max(0.0, now_s() - started_s)

@@ -1,9 +1,16 @@
+import os
+import shlex
+import subprocess
+import sys
 import threading
 import time
 
 import psutil
+import pytest
 
 from pipediag.samples.cpu import CpuReader, process_age_s
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_busy_thread_shows_up_in_process_and_core_readings():
@@ -69,5 +76,21 @@ def test_users_own_cpu_percent_calls_do_not_disturb_readings(monkeypatch):
 
 def test_the_process_age_counts_from_the_process_start():
     started = psutil.Process().create_time()
-    assert abs(process_age_s(now_s=lambda: started + 7.5) - 7.5) < 1e-6
+    assert abs(process_age_s(now_s=lambda: started + 7.5, imported_s=started + 0.05) - 7.5) < 1e-6
     assert 0.0 < process_age_s() < time.time() - started + 1.0
+
+
+def test_the_process_age_counts_from_pipediags_import_when_the_process_was_something_else_first():
+    # Python started 0.05 s before pipediag's import: the process's age, Python's start included.
+    assert process_age_s(now_s=lambda: 110.0, started_s=100.0, imported_s=100.05) == pytest.approx(10.0)
+    # A shell ran 40 s of other commands, then exec'd Python in its own process: not start-up.
+    assert process_age_s(now_s=lambda: 150.0, started_s=100.0, imported_s=140.0) == pytest.approx(10.0)
+
+
+def test_an_exec_after_a_shells_own_work_is_not_counted_as_start_up():
+    code = "from pipediag.samples.cpu import process_age_s; print(process_age_s())"
+    shell = f"sleep 3; exec {shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+    done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 2.5  # pipediag's own import; from the process's start it read the 3-s sleep too

@@ -12,7 +12,7 @@ from pipediag import stats
 from pipediag.analysis.modes import input_side_cpu, summarize
 from pipediag.analysis.regimes import Regimes
 from pipediag.errors import MeasurementError, UserCodeError
-from pipediag.modes.runner import longer, pinned, run_mode
+from pipediag.modes.runner import longer, run_mode
 from pipediag.modes.watchdog import Watchdog
 from pipediag.records.change import Change
 from pipediag.records.environment import Environment
@@ -146,9 +146,8 @@ class Gathering:
 
         state = self.state
         settled = settling_warmup(self.clock_ns, self.rule.usual_seconds)
-        synthetic = self.measure("synthetic", self.free_input(), True, mode_rule=self.synthetic_rule(),
-                                 first_step_is_compile=True, warmup_until=settled,
-                                 keep_warmup=lambda: settled.settled_since_ns)
+        synthetic = self.measure("synthetic", self.free_input(), True, first_step_is_compile=True,
+                                 warmup_until=settled, keep_warmup=lambda: settled.settled_since_ns)
         warmup_note = settled.note()
         if warmup_note:
             state.notes.append(warmup_note)
@@ -168,11 +167,6 @@ class Gathering:
             self.feeds["input_only"] = BatchFeed(self.dataset, self.step.info.batch_format)
             self.measure("input_only", self.feeds["input_only"], False, decided=input_decided)
         return oom
-
-    def synthetic_rule(self) -> StopRule:
-        """Synthetic mode's rule: it may stop early once its rate is pinned down (modes.runner.pinned);
-        not under --thorough."""
-        return self.rule if self.plan.thorough else pinned(self.rule)
 
     def cache_fill(self, feed):
         """Pipeline mode's warm-up condition when the user's pipeline caches: one full pass first,

@@ -52,9 +52,6 @@ def longer(rule: StopRule, factor: float = EDGE_WINDOW_FACTOR) -> StopRule:
 # those steps stay in the timings. So do they when they are most of the timed steps (a short run
 # of ever-new shapes): a finite epoch repeats its shapes, so its new ones are a minority.
 MAX_NEW_SHAPE_STEPS = 8
-# A rate pinned down (is_pinned) may end a mode from here on, where its rule gives pinned_min_seconds:
-# --quick's own minimum window (its verdicts named the expected bottleneck in 28 of 28 scenarios, four runs, 2026-12-07).
-PINNED_MIN_SECONDS = 1.0
 
 
 def run_mode(
@@ -221,8 +218,6 @@ class _ModeTimer:
         """Timed steps until the time cap, the step cap, stable timings, or a decision (`decided`)."""
         rule, overlapped, decided = self.rule, self.overlapped, self.decided
         first_check_s = min(rule.min_seconds, rule.decide_min_seconds) if decided is not None else rule.min_seconds
-        if rule.pinned_min_seconds is not None:
-            first_check_s = min(first_check_s, rule.pinned_min_seconds)
         first_check_steps = min(rule.min_steps, rule.decide_min_steps) if decided is not None else rule.min_steps
         wait, compute = self.wait, self.compute
         if not wait:  # else timed from the warm-up's late steps (time_from_late_warmup)
@@ -258,20 +253,12 @@ class _ModeTimer:
             grown = n >= last_check * 1.125 or n == rule.min_steps
             if n >= first_check_steps and elapsed_s >= first_check_s and grown:
                 last_check = n
-                if n >= rule.min_steps and self.stable(elapsed_s):
+                if (elapsed_s >= rule.min_seconds and n >= rule.min_steps
+                        and is_stable([a + b for a, b in zip(wait, compute)], rule.rel_half_width,
+                                      rule.mean_rel_half_width, rate_only=rule.rate_only)):
                     return self.finish("stable")
                 if decided is not None and decided(wait, compute):
                     return self.finish(DECIDED)
-
-    def stable(self, elapsed_s: float) -> bool:
-        """The stable test from `min_seconds` on; before it, from `pinned_min_seconds`, the stricter
-        pinned-rate test (is_pinned)."""
-        rule = self.rule
-        steps = [a + b for a, b in zip(self.wait, self.compute)]
-        if elapsed_s >= rule.min_seconds:
-            return is_stable(steps, rule.rel_half_width, rule.mean_rel_half_width, rate_only=rule.rate_only)
-        return (rule.pinned_min_seconds is not None and elapsed_s >= rule.pinned_min_seconds
-                and is_pinned(steps, rule.rel_half_width, rule.mean_rel_half_width))
 
     def keep_late_warmup(self) -> None:
         """Interrupted while waiting for the step's speed to settle: keep what those steps measured,
@@ -361,35 +348,3 @@ def is_stable(step_ns: list[int] | tuple[int, ...], rel_half_width: float, mean_
         return True
     median_width = stats.relative_half_width(stats.median_ci(step_ns), stats.median(step_ns))
     return median_width is not None and median_width <= rel_half_width and mean_width <= mean_rel_half_width
-
-
-def pinned(rule: StopRule) -> StopRule:
-    """`rule` letting a mode stop from PINNED_MIN_SECONDS on once its rate is pinned down (is_pinned),
-    where its own minimum window is longer (not --quick's, already that short)."""
-    return rule if rule.min_seconds <= PINNED_MIN_SECONDS else replace(rule, pinned_min_seconds=PINNED_MIN_SECONDS)
-
-
-def is_pinned(step_ns: list[int] | tuple[int, ...], rel_half_width: float, mean_rel_half_width: float) -> bool:
-    """The rate is pinned down well enough to stop before the usual minimum window: the stable test
-    holds, the mean's 95% interval is within ±half of `rel_half_width` (±2.5% at the default), and the
-    window's two halves ran at rates within `rel_half_width` of each other (a step still speeding up
-    or slowing down drifts, which batch means over a short window do not show).
-
-    For a mode that everything else is compared with (diagnose's synthetic mode): the verdict's lines
-    ask its ratios to miss them by 10% (verdict.sequential.LINE_MARGIN), so a ±2.5% rate costs the
-    comparisons little. On the saved step times of accuracy runs 39-41 (81 synthetic runs, 2 s each)
-    this stopped 42 of them between 1.0 and 2.0 s, at rates -1.9% to +3.0% from the whole window's,
-    and the replayed verdicts were all the same (benchmarks/results, 2026-12-07).
-    """
-    n = len(step_ns)
-    if n < 4 or not is_stable(step_ns, rel_half_width, mean_rel_half_width):
-        return False
-    mean_width = stats.relative_half_width(stats.batch_means_ci(step_ns), stats.mean(step_ns))
-    if mean_width is None or mean_width > rel_half_width / 2:
-        return False
-    half = n // 2
-    first_ns, second_ns = sum(step_ns[:half]), sum(step_ns[half:])
-    if first_ns <= 0 or second_ns <= 0:
-        return False
-    ratio = ((n - half) / second_ns) / (half / first_ns)
-    return abs(ratio - 1) <= rel_half_width

@@ -29,10 +29,7 @@ class StopRule:
     intervals are wider (fewer batch means, a larger t), so a reading decides early only when it is
     far from its lines. A rule with `soft_max_seconds` (--quick) also stops a
     mode there once it has `min_steps`. A `rate_only` rule (a run whose rate is all that is read
-    of it) is also stable once the mean's interval alone is within ±`rel_half_width`. A rule with
-    `pinned_min_seconds` (diagnose's synthetic mode, the rate every other mode is compared with)
-    may stop as stable from then on, before `min_seconds`, once its rate is pinned down tighter than
-    the stable test asks (modes.runner.is_pinned).
+    of it) is also stable once the mean's interval alone is within ±`rel_half_width`.
     """
 
     max_seconds: float = 10.0
@@ -56,10 +53,6 @@ class StopRule:
     # stays wide on a fed step that alternates between a ready batch and a wait, and kept such runs
     # to their cap with their rate pinned to ±1% (small_files_latency, 2026-12-07).
     rate_only: bool = False
-    # Synthetic mode stopped at its 2-s floor in 81 of 81 diagnoses (accuracy runs 39-41,
-    # 2026-12-07), its mean pinned to ±2-3% long before: from here on it may stop once
-    # modes.runner.is_pinned holds. None: only the stable test, from min_seconds.
-    pinned_min_seconds: float | None = None
 
     @property
     def usual_seconds(self) -> float:

@@ -1,11 +1,9 @@
 """The mode runner with a fake clock: no TensorFlow, no sleeping."""
 
-from dataclasses import replace
-
 import pytest
 
 from pipediag.errors import UserCodeError
-from pipediag.modes.runner import PINNED_MIN_SECONDS, is_pinned, is_stable, pinned, run_mode
+from pipediag.modes.runner import is_stable, run_mode
 from pipediag.records.run import StopRule
 from tests.clocks import FakeClock
 
@@ -187,49 +185,6 @@ def test_a_run_read_only_for_its_rate_is_stable_once_the_mean_is_pinned():
     rule = StopRule(max_seconds=1.0, min_seconds=0.1, min_steps=10, warmup_steps=0, rate_only=True)
     run = run_mode("control", feeder(clock, 0), stepper(clock, lambda: next(pattern)), rule, clock_ns=clock)
     assert run.stop_reason == "stable" and (run.end_ns - run.start_ns) / 1e9 < 0.2  # not the 1-s cap
-
-
-def test_a_pinned_rate_is_steady_tight_and_the_same_in_both_halves():
-    """is_pinned asks more than is_stable: the mean within ±2.5% (half the 5% tolerance) and the
-    window's two halves at rates within 5% of each other."""
-    import random
-
-    rng = random.Random(3)
-    steady = [10_000_000 * (1 + rng.uniform(-0.02, 0.02)) for _ in range(200)]
-    assert is_pinned(steady, 0.05, 0.10)
-    rising = [10_000_000] * 100 + [10_700_000] * 100  # 7% slower in the second half: a drift
-    assert is_stable(rising, 0.05, 0.10) and not is_pinned(rising, 0.05, 0.10)
-    bursty = random.Random(3)  # one step in ten twice as long: the median pinned, the mean to ±3.0%, not ±2.5%
-    slow_tenth = [20_000_000 if bursty.random() < 0.1 else 10_000_000 for _ in range(400)]
-    assert is_stable(slow_tenth, 0.05, 0.10) and not is_pinned(slow_tenth, 0.05, 0.10)
-    assert not is_pinned([10_000_000] * 3, 0.05, 0.10)
-
-
-def _steady_step(clock, rng):
-    return stepper(clock, lambda: 10 * (1 + rng.uniform(-0.02, 0.02)))
-
-
-def test_a_pinned_rate_ends_a_mode_before_its_minimum_window_only_where_the_rule_allows():
-    """With pinned_min_seconds a steady step stops as stable after that (1 s), not at min_seconds (2 s);
-    a step whose speed drifts through the window runs to min_seconds; without it nothing changes."""
-    import random
-
-    rule = StopRule(max_seconds=10.0, min_seconds=2.0, min_steps=20, warmup_steps=0)
-    early = pinned(rule)
-    assert early.pinned_min_seconds == PINNED_MIN_SECONDS and rule.pinned_min_seconds is None
-    assert pinned(replace(rule, min_seconds=1.0)).pinned_min_seconds is None  # --quick's minimum: already 1 s
-    clock = FakeClock()
-    run = run_mode("synthetic", feeder(clock, 0), _steady_step(clock, random.Random(1)), early, clock_ns=clock)
-    seconds = (run.end_ns - run.start_ns) / 1e9
-    assert run.stop_reason == "stable" and PINNED_MIN_SECONDS <= seconds < 1.3
-    clock = FakeClock()
-    run = run_mode("synthetic", feeder(clock, 0), _steady_step(clock, random.Random(1)), rule, clock_ns=clock)
-    assert run.stop_reason == "stable" and (run.end_ns - run.start_ns) / 1e9 >= 2.0
-    clock = FakeClock()
-    count = iter(range(1_000_000))
-    drifting = stepper(clock, lambda: 10 * (1 + next(count) / 400))  # 25% slower every 100 steps
-    run = run_mode("synthetic", feeder(clock, 0), drifting, early, clock_ns=clock)
-    assert (run.end_ns - run.start_ns) / 1e9 >= 2.0
 
 
 def test_stop_rule_rejects_nonsense():

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipediag.backends.tf import tf
+from pipediag.builder.objects import dataset_objects
 
 
 @dataclass(frozen=True)
@@ -35,13 +36,7 @@ def user_functions(dataset) -> dict[str, UserFunction]:
     """Graph function name -> the user's Python function, for every transformation reachable
     from `dataset`. Datasets rebuilt from a graph have none; the result is then empty."""
     found: dict[str, UserFunction] = {}
-    seen: set[int] = set()
-    todo = [dataset]
-    while todo:
-        ds = todo.pop()
-        if id(ds) in seen:
-            continue
-        seen.add(id(ds))
+    for ds in dataset_objects(dataset):
         for wrapper in _wrappers(ds):
             try:
                 name = wrapper.function.name
@@ -49,11 +44,6 @@ def user_functions(dataset) -> dict[str, UserFunction]:
                 continue
             name = name.decode() if isinstance(name, bytes) else str(name)
             found[name] = UserFunction(name, wrapper._func, wrapper._input_structure)
-        for value in vars(ds).values():
-            if isinstance(value, tf.data.Dataset):
-                todo.append(value)
-            elif isinstance(value, (list, tuple)):
-                todo.extend(v for v in value if isinstance(v, tf.data.Dataset))
     return found
 
 

@@ -56,16 +56,20 @@ class EpochStarts:
 
 
 def split_epoch_starts(wait_ns: tuple[int, ...] | list[int], step_ns: tuple[int, ...] | list[int],
-                       epoch: tuple[int, ...] | list[int]) -> EpochStarts:
+                       epoch: tuple[int, ...] | list[int], earlier_epoch: tuple[int, ...] | list[int] = ()
+                       ) -> EpochStarts:
     """`wait_ns[k]`, `step_ns[k]` (wait included) and `epoch[k]` (the iterator it came from) of
-    each timed step. A start step is one of the first MAX_START_STEPS steps of an iterator whose
-    first step lies inside the timed steps, while its wait stays above both MIN_START_EXCESS_NS
-    over the steady median and START_FACTOR times the steady 90th percentile (the steady state:
-    the steps at positions MAX_START_STEPS and later, or all others where epochs are shorter)."""
+    each timed step; `earlier_epoch`: the iterators of the steps before them (the warm-up), so each
+    timed step's place in its iterator is known (without them, the first timed step's iterator is
+    taken to have started before it). A start step is one of the first MAX_START_STEPS steps of an
+    iterator whose first step lies inside the timed steps, while its wait stays above both
+    MIN_START_EXCESS_NS over the steady median and START_FACTOR times the steady 90th percentile
+    (the steady state: the steps at positions MAX_START_STEPS and later, or all but each
+    iterator's first where epochs are shorter)."""
     n = len(wait_ns)
     if not (n == len(step_ns) == len(epoch)):
         raise ValueError("wait_ns, step_ns and epoch must have one entry per step")
-    position, starts_at = _positions(epoch)
+    position, starts_at = _positions(epoch, earlier_epoch)
     steady = [wait_ns[k] for k in range(n) if position[k] >= MAX_START_STEPS] or \
              [wait_ns[k] for k in range(n) if position[k] > 0] or list(wait_ns)
     median = stats.median(steady) if steady else 0.0
@@ -86,21 +90,25 @@ def split_epoch_starts(wait_ns: tuple[int, ...] | list[int], step_ns: tuple[int,
                        steps_per_epoch=_whole_epoch_length(epoch))
 
 
-def _positions(epoch) -> tuple[list[int], list[int]]:
-    """Each step's position in its iterator, counted from the first timed step of that iterator,
-    and the indices where an iterator starts inside the timed steps (not the first timed step's
-    own iterator, whose start lies in the warm-up)."""
+def _positions(epoch, earlier=()) -> tuple[list[int], list[int]]:
+    """Each step's position in its iterator, counted from that iterator's first step seen (in
+    `earlier`, the steps before the timed ones, or in `epoch`), and the indices where an iterator
+    starts inside the timed steps. Without `earlier`, the first timed step's iterator is taken to
+    have started before the timed steps: its steps count as steady, not as starts."""
     position, starts_at = [], []
+    before = 0  # the first timed step's iterator: its steps before the timed ones
+    for e in reversed(earlier):
+        if e != (epoch[0] if epoch else None):
+            break
+        before += 1
     for k, e in enumerate(epoch):
-        if k > 0 and e != epoch[k - 1]:
+        if k > 0 and e == epoch[k - 1]:
+            position.append(position[-1] + 1)
+        elif k == 0 and (before or not earlier):
+            position.append(before if earlier else MAX_START_STEPS)
+        else:
             starts_at.append(k)
-        position.append(0 if k == 0 or e != epoch[k - 1] else position[-1] + 1)
-    if epoch:  # the first iterator started before the timed steps: its steps are steady, not starts
-        first = epoch[0]
-        for k, e in enumerate(epoch):
-            if e != first:
-                break
-            position[k] = MAX_START_STEPS + k
+            position.append(0)
     return position, starts_at
 
 

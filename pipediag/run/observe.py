@@ -194,7 +194,7 @@ class Source:
         there is one: the verdict is decided on the steady state, the start cost is its own finding."""
         steps, w = self.steps, run.warmup_steps
         epochs = steps.epoch[w:w + run.steps]
-        found = split_epoch_starts(run.wait_ns, run.step_ns, epochs)
+        found = split_epoch_starts(run.wait_ns, run.step_ns, epochs, earlier_epoch=steps.epoch[:w])
         self.epoch_starts = {"starts": found.starts, "found": found.found,
                              "wait_per_start_ms": round(found.wait_per_start_ns / 1e6, 3),
                              "share": round(found.share, 4), "steps_per_epoch": found.steps_per_epoch,

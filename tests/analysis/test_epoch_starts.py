@@ -81,3 +81,50 @@ def test_a_small_start_cost_is_not_reported():
 def test_lengths_must_match():
     with pytest.raises(ValueError):
         split_epoch_starts([1, 2], [3], [0, 0])
+
+
+def short_epochs(epochs: int, per_epoch: int = 4, start_wait_ms: float = 16.0, steady_wait_ms: float = 0.3,
+                 rest_ms: float = 11.0, warmup: int = 8):
+    """A loop of short epochs (a new iterator every `per_epoch` steps), as recorded: the first
+    `warmup` steps' iterators, then the timed steps' waits, whole steps and iterators."""
+    wait, step, epoch = [], [], []
+    for e in range(epochs):
+        for p in range(per_epoch):
+            w = (start_wait_ms if p == 0 else steady_wait_ms) * MS
+            wait.append(int(w))
+            step.append(int(w + rest_ms * MS))
+            epoch.append(e)
+    return epoch[:warmup], wait[warmup:], step[warmup:], epoch[warmup:]
+
+
+def test_short_epochs_whose_starts_are_every_few_steps():
+    # the TF custom-training walkthrough as `pipediag run` recorded it (2-core machine, 2026-12-07):
+    # epochs of 4 batches, each new iterator's first batch waited ~16 ms (its shuffle buffer refilled
+    # from the CSV), the 3 others ~0.3 ms, on an eager step of ~11 ms; the warm-up ended at an
+    # iterator's end, so the first timed step is a start too. Counted from the first timed step's
+    # iterator as if it had started before, its start stood in the "steady" steps, and no start
+    # was found.
+    earlier, wait, step, epoch = short_epochs(epochs=30)
+    found = split_epoch_starts(wait, step, epoch, earlier_epoch=earlier)
+    assert found.starts == 28 and found.found
+    assert len(found.start_steps) == 28 and found.start_steps[:2] == (0, 4)
+    assert found.wait_per_start_ns == 16 * MS
+    assert found.steady_wait_median_ns == pytest.approx(0.3 * MS)
+    assert found.steps_per_epoch == 4
+    assert found.share == pytest.approx(28 * 16 / (28 * 16 + 84 * 0.3 + 112 * 11), rel=1e-3)
+    assert max(without(wait, found.start_steps)) == int(0.3 * MS)
+
+
+def test_short_epochs_timed_from_inside_an_iterator():
+    earlier, wait, step, epoch = short_epochs(epochs=30, warmup=6)  # the first timed steps end iterator 1
+    found = split_epoch_starts(wait, step, epoch, earlier_epoch=earlier)
+    assert found.starts == 28 and found.found
+    assert found.start_steps[:2] == (2, 6)  # the steps left of iterator 1 are not starts
+    assert found.steady_wait_median_ns == pytest.approx(0.3 * MS)
+
+
+def test_a_long_first_iterator_continued_from_the_warm_up():
+    wait, step, epoch = loop(epochs=3, per_epoch=100, start_wait_ms=300, first_offset=5)
+    found = split_epoch_starts(wait, step, epoch, earlier_epoch=[0] * 5)
+    assert found.starts == 2 and found.found and found.wait_per_start_ns == 300 * MS
+    assert found.steady_wait_median_ns == pytest.approx(0.2 * MS)

@@ -27,7 +27,9 @@ class FitSteps:
     t1: list[int] = field(default_factory=list)
     end: list[int] = field(default_factory=list)
     epoch: list[int] = field(default_factory=list)
+    made: list[int] = field(default_factory=list)  # ns the loop spent making the iterator this step is the first of
     current_epoch: int = 0
+    pending_made_ns: int = 0  # the last iterator's making, until its first batch
     _open: bool = False
 
     def fetch_started(self, t0: int) -> None:
@@ -39,6 +41,8 @@ class FitSteps:
     def fetched(self, t1: int) -> None:
         self.t1.append(t1)
         self.epoch.append(self.current_epoch)
+        self.made.append(self.pending_made_ns)
+        self.pending_made_ns = 0
         self._open = True
 
     def fetch_failed(self, t: int) -> None:

@@ -16,7 +16,7 @@ FIX_KINDS = (
     "prefetch", "parallel_map", "interleave", "cache", "vectorize_map", "snapshot", "tf_data_service",
     "mixed_precision", "xla", "batch_size", "memory_growth", "threading", "gradient_accumulation", "allocator",
     "shuffle_buffer", "decode_crop", "steps_per_call", "device_prefetch", "batch_format", "cpu_quota",
-    "decode_reduced", "static_batches",
+    "decode_reduced", "static_batches", "one_iterator",
 )
 
 
@@ -92,6 +92,7 @@ def title(kind: str, stage: str | None, framework: str | None = None, python: bo
         "batch_format": "Hand over fewer, smaller arrays per batch",
         "cpu_quota": "Raise the container's CPU quota, or move preprocessing off this host (tf.data service)",
         "static_batches": "Give tf.distribute batches of one shape: drop_remainder=True, or repeat()",
+        "one_iterator": "Keep one iterator across epochs: each new one starts the pipeline again",
     }[kind]
 
 
@@ -255,6 +256,14 @@ def _pipeline_code(kind: str, stage: str | None, fn: str, details: dict[str, Any
         size = details.get("batch_size") or "BATCH_SIZE"
         return (f"ds = ds.batch({size}, drop_remainder=True)  # every batch one shape: no partial-batch check\n"
                 f"# or: ds = ds.batch({size}).repeat(), and a known number of steps per epoch")
+    if kind == "one_iterator":
+        steps = details.get("steps_per_epoch")
+        n = f"{steps:.0f}" if steps else "STEPS_PER_EPOCH"
+        return (f"it = iter(ds.repeat())  # once, before the epochs\n"
+                f"for epoch in range(EPOCHS):\n"
+                f"    for _ in range({n}):  # the steps of one epoch\n"
+                f"        batch = next(it)\n"
+                f"# Keras: model.fit(ds.repeat(), steps_per_epoch={n}, epochs=EPOCHS)")
     if kind == "parallel_map":
         return f"ds = ds.map({fn}, num_parallel_calls=tf.data.AUTOTUNE)"
     if kind == "interleave":

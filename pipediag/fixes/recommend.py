@@ -50,7 +50,9 @@ from pipediag.records.verdict import (
 from pipediag.verdict.container import throttled
 from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
 
-__all__ = ["MIN_GAIN", "Fix", "Recommendation", "recommend"]
+__all__ = ["COMPUTE_BASIS", "MIN_GAIN", "Fix", "Recommendation", "recommend"]
+
+COMPUTE_BASIS = "not measured: the step is the limit, not the input; input changes will not help"
 
 
 @dataclass(frozen=True)
@@ -267,8 +269,7 @@ def _compute_fixes(verdict: Verdict, fw: str, gpu_present: bool, step_xla: bool 
         if gpu_present:
             fixes.append(_fix("mixed_precision", None, "not measured: the step is the limit; tensor cores run "
                               "bfloat16 several times faster than float32", framework=fw))
-        fixes.append(_fix("xla", None, "not measured: the step is the limit, not the input; input changes will "
-                          "not help", framework=fw))
+        fixes.append(_fix("xla", None, COMPUTE_BASIS, framework=fw))
     return [f for f in fixes if not (step_xla and f.kind == "xla")]
 
 

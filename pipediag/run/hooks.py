@@ -90,10 +90,11 @@ class Hooks:
         session = self.session
 
         def tapped_iter(dataset):
+            t0 = session.clock_ns()
             iterator = original(dataset)
             if not called_from_user(2):
                 return iterator
-            return session.tap(session.source_for(dataset, LOOP), iterator)
+            return session.tap(session.source_for(dataset, LOOP, made_ns=session.clock_ns() - t0), iterator)
 
         return tapped_iter
 
@@ -133,12 +134,14 @@ class Hooks:
 
         def make(original):
             def tapped_distributed_iter(dist):
+                t0 = session.clock_ns()
                 iterator = original(dist)
                 entry = known.get(id(dist))
                 if entry is None or entry[0] is not dist or not called_from_user(2):
                     return iterator
                 _, source_dataset, how, chosen = entry
-                return session.tap(session.source_for(source_dataset, how, strategy=chosen), iterator)
+                return session.tap(session.source_for(source_dataset, how, strategy=chosen,
+                                                      made_ns=session.clock_ns() - t0), iterator)
 
             return tapped_distributed_iter
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pipediag.analysis.epoch_starts import split_epoch_starts, without
+from pipediag.analysis.epoch_starts import EpochStarts, split_epoch_starts, without
 from pipediag.callbacks.fit_steps import FitSteps
 from pipediag.modes.distributed import DistributedFeed, iterator_text
 from pipediag.modes.feeds import FIRST_BATCHES_KEPT, BatchFeed
@@ -52,6 +52,7 @@ class Source:
         self.cache_pass: int | None = None  # batches in the first pass of a dataset that caches; 0: none, None: not asked
         self.cache_gave_up_s: float | None = None  # that pass's projected seconds, when too long to wait for
         self.epoch_starts: dict | None = None  # the epoch starts inside the observed steps and their cost
+        self.starts_found: EpochStarts | None = None  # the same, as analysis.epoch_starts found them
 
     @property
     def distributed(self) -> bool:
@@ -194,7 +195,9 @@ class Source:
         there is one: the verdict is decided on the steady state, the start cost is its own finding."""
         steps, w = self.steps, run.warmup_steps
         epochs = steps.epoch[w:w + run.steps]
-        found = split_epoch_starts(run.wait_ns, run.step_ns, epochs, earlier_epoch=steps.epoch[:w])
+        found = split_epoch_starts(run.wait_ns, run.step_ns, epochs, earlier_epoch=steps.epoch[:w],
+                                   made_ns=steps.made[w:w + run.steps])
+        self.starts_found = found
         self.epoch_starts = {"starts": found.starts, "found": found.found,
                              "wait_per_start_ms": round(found.wait_per_start_ns / 1e6, 3),
                              "share": round(found.share, 4), "steps_per_epoch": found.steps_per_epoch,

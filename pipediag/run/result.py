@@ -8,9 +8,11 @@ from dataclasses import replace
 
 from pipediag.api.diagnose import conclude_run
 from pipediag.errors import UserCodeError
+from pipediag.fixes.epoch_starts import with_start_fix
 from pipediag.results.diagnose import Diagnosis
 from pipediag.run.launch import FINISHED, INTERRUPTED, RAISED, STOPPED, Ending
 from pipediag.run.session import THEN_CONTINUE, Fault, Session
+from pipediag.verdict.epoch_starts import limits_training, with_epoch_starts, worth_a_fix
 
 
 def weights_note(windows_run) -> str:
@@ -42,6 +44,10 @@ def conclude_script(session: Session, ending: Ending, log, elapsed_s: float, lab
                 fault = _ended_early(session, ending, training)
     diagnosis = conclude_run(state, log, plan.rule, None if state.element is None else state.element.batch_size,
                              training.batch_format if training else "tf", elapsed_s, plan.ram_budget_bytes)
+    found = None if training is None else training.starts_found
+    if diagnosis.verdict is not None:  # the epoch starts' share of the time, in the verdict and the fixes
+        verdict = with_epoch_starts(diagnosis.verdict, found)
+        diagnosis = replace(diagnosis, verdict=verdict, fixes=with_start_fix(diagnosis.fixes, found, verdict))
     notes = partial + list(diagnosis.notes) + _script_notes(session, ending, training)
     synthetic = state.runs.get("synthetic")
     if partial and synthetic is not None and synthetic.stop_reason == "interrupted":
@@ -100,8 +106,10 @@ def _script_notes(session: Session, ending: Ending, training) -> list[str]:
                   "the one iterated most (no dataset reached a stable rate)")
         notes.append(f"training dataset: {training.name()}, {chosen}; {training.taken} batches taken")
     starts = None if training is None else training.epoch_starts
-    if starts and starts.get("found"):
-        notes += [starts["text"], starts["fix"]]
+    if starts and starts.get("found") and not limits_training(training.starts_found):
+        # a share that limits training is the verdict, and its fix is a fix; a smaller one is decided between
+        # the starts, which this says, and a share too small for a fix keeps its fix here
+        notes += [starts["text"]] + ([] if worth_a_fix(training.starts_found) else [starts["fix"]])
     for s in others:
         notes.append(f"also iterated: {s.name()}, {s.taken} batches (not diagnosed)")
     if "synthetic" in session.state.runs:

@@ -124,7 +124,8 @@ class Session:
         raise StopScript
 
     # -- the datasets ------------------------------------------------------------------------------
-    def source_for(self, dataset: Any, kind: str, strategy: Any = None) -> Source:
+    def source_for(self, dataset: Any, kind: str, strategy: Any = None, made_ns: int = 0) -> Source:
+        """The dataset's Source, told that the loop made a new iterator over it (in `made_ns`)."""
         source = self.sources.get(id(dataset))
         if source is None or source.dataset is not dataset:
             source = Source(dataset, len(self.sources) + 1, self.sites.of(dataset), kind, strategy=strategy,
@@ -136,6 +137,7 @@ class Session:
                 other.steps.cut(now)
         source.iterators += 1
         source.steps.current_epoch = source.iterators  # a loop's new iterator: an epoch's start
+        source.steps.pending_made_ns = made_ns
         return source
 
     def tap(self, source: Source, iterator: Any) -> Tap:

@@ -128,3 +128,17 @@ def test_a_long_first_iterator_continued_from_the_warm_up():
     found = split_epoch_starts(wait, step, epoch, earlier_epoch=[0] * 5)
     assert found.starts == 2 and found.found and found.wait_per_start_ns == 300 * MS
     assert found.steady_wait_median_ns == pytest.approx(0.2 * MS)
+
+
+def test_making_each_iterator_counts_into_its_start():
+    # `iter(dataset)` of the walkthrough's make_csv_dataset took ~7 ms each epoch (plain TensorFlow on
+    # the 2-core machine, 2026-12-07), outside any step: it is part of the start's cost and of the time
+    earlier, wait, step, epoch = short_epochs(epochs=30)
+    made = [7 * MS if k > 0 and epoch[k] != epoch[k - 1] or k == 0 else 0 for k in range(len(epoch))]
+    found = split_epoch_starts(wait, step, epoch, earlier_epoch=earlier, made_ns=made)
+    assert found.wait_per_start_ns == 23 * MS and found.made_per_start_ns == 7 * MS
+    assert found.total_ns == sum(step) + 28 * 7 * MS
+    assert found.share == pytest.approx(28 * 23 / (28 * 23 + 84 * 0.3 + 112 * 11), rel=1e-3)
+    assert "23 ms (7 ms making its iterator" in found.text()
+    with pytest.raises(ValueError):
+        split_epoch_starts(wait, step, epoch, made_ns=made[1:])

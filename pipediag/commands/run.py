@@ -59,6 +59,20 @@ def register(sub) -> None:
     add_output_arguments(r, save_alias=True)
     r.add_argument("script", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]",
                    help="the script and its own arguments (with -m: the module and its arguments)")
+    # argparse keeps a parser's option strings in this mapping (no public accessor): the long ones
+    # are what misplaced_options looks for after the script
+    r.set_defaults(run_options=tuple(o for o in r._option_string_actions if o.startswith("--")))
+
+
+def misplaced_options(script_args: tuple[str, ...], own: tuple[str, ...]) -> list[str]:
+    """pipediag run's own long options that follow the script, and so reach the script as its
+    arguments (`pipediag run train.py --json run.json` gives train.py `--json run.json`)."""
+    found = []
+    for token in script_args:
+        name = token.split("=", 1)[0]
+        if name in own and name not in found:
+            found.append(name)
+    return found
 
 
 class LineProgress:
@@ -99,6 +113,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                          "diagnose the pipeline with 'pipediag diagnose file.py:make_dataset'")
     target = target_from_args(args)
     target.check()
+    misplaced = misplaced_options(target.args, getattr(args, "run_options", ()))
+    if misplaced:  # not an error: the script may take an option of the same name
+        err.print(f"pipediag run: {', '.join(misplaced)} after the script reach{'es' if len(misplaced) == 1 else ''} "
+                  f"the script as its own argument{'s' if len(misplaced) > 1 else ''}, not pipediag; pipediag's "
+                  "options go before the script: pipediag run [OPTIONS] SCRIPT [ARGS...]", style="yellow",
+                  markup=False, highlight=False)
     check_outputs(args)
     check_gpus_argument(args)
     from pipediag.run.session import ScriptPlan  # imports TensorFlow: after the checks a user can act on without it

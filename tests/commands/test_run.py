@@ -29,3 +29,21 @@ def test_a_missing_script_or_none_is_a_usage_error(tmp_path, capsys):
     assert "no such script" in capsys.readouterr().err
     assert main(["run"]) == 2
     assert "give a SCRIPT" in capsys.readouterr().err
+
+
+def test_pipediags_options_after_the_script_are_named(tmp_path, capsys):
+    # `pipediag run train.py --json run.json` hands --json to the script (its own arguments): said,
+    # not refused, since the script may have an option of that name. Here a folder given as pipediag's
+    # own --json stops the run right after the warning, before anything imports TensorFlow.
+    from pipediag.cli import build_parser
+    from pipediag.commands.run import misplaced_options
+
+    args = build_parser().parse_args(["run", "train.py", "--json", "r.json", "--html=r.html", "--epochs", "3"])
+    assert misplaced_options(tuple(args.script[1:]), args.run_options) == ["--json", "--html"]
+    assert misplaced_options(("--epochs", "3", "-m", "x"), args.run_options) == []
+    script = tmp_path / "train.py"
+    script.write_text("raise SystemExit('must not run')\n")
+    assert main(["run", "--json", str(tmp_path), str(script), "--json", "run.json"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--json after the script reaches the script as its own argument" in err
+    assert "pipediag run [OPTIONS] SCRIPT [ARGS...]" in err and "is a folder" in err

@@ -143,3 +143,37 @@ def test_make_data_says_how_to_run_the_script_inside_its_root(tmp_path):
     spec = maker.make(str(tmp_path))
     assert spec == {"env": {}, "cwd": str(tmp_path)}
     assert all(os.path.exists(os.path.join(tmp_path, p)) for p in maker.READS)
+
+
+def test_a_script_whose_loop_differs_is_judged_on_its_own_answer(monkeypatch, tmp_path):
+    """The custom-training walkthrough: its builder form repeat()s (compute), its script makes a new
+    iterator every 9-batch epoch (input at the epoch starts): `pipediag run` is judged against the
+    builder's RUN_EXPECTED, and the two forms are not expected to agree."""
+    case = CASES[0]
+    monkeypatch.setattr(run_scripts, "CASES", str(tmp_path))
+    os.makedirs(tmp_path / case)
+    for name in ("train.py", "builder.py"):
+        (tmp_path / case / name).write_text("")
+    (tmp_path / case / "source.json").write_text("{}")
+    inputs = ["prefetch", "parallel_map", "cache"]
+    monkeypatch.setattr(run_scripts, "describe", lambda builder: {
+        "expected": {"bottleneck": "compute", "stage": None, "right_fixes": [], "wrong_fixes": inputs},
+        "run_expected": {"bottleneck": "input", "stage": None, "right_fixes": ["one_iterator"], "wrong_fixes": inputs},
+        "step": "step", "diagnose_args": []})
+    monkeypatch.setattr(run_scripts, "make_data", lambda case_, root: {"env": {}, "cwd": str(tmp_path)})
+
+    def timed(cmd, cwd, env, timeout_s):  # each command writes the answer its form gives
+        answer = ({"bottleneck": "input"}, [{"kind": "one_iterator"}, {"kind": "xla"}]) if "run" in cmd else \
+                 ({"bottleneck": "compute"}, [{"kind": "xla"}])
+        with open(cmd[cmd.index("--json") + 1], "w") as f:
+            json.dump({"verdict": answer[0], "fixes": answer[1]}, f)
+        return {"exit_code": 0, "wall_s": 1.0, "tail": ""}
+
+    monkeypatch.setattr(run_scripts, "_timed", timed)
+    args = argparse.Namespace(plain=False, lock=None, keep=None, timeout=1.0, max_seconds=1.0)
+    row = run_scripts.run_case(case, args, (True, ""))
+    assert row["run"]["judged"]["correct"] and row["run"]["judged"]["right_fixes_given"] == ["one_iterator"]
+    assert row["diagnose"]["judged"]["correct"] and row["agree"] is None
+    table = run_scripts.markdown([row], {"date": "d", "command": "x", "cpus": 2, "lock": None, "commit": "abc"})
+    assert "builder: compute, no stage; script: input, no stage" in table
+    assert "not expected (the script's loop differs)" in table

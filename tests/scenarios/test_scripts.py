@@ -96,15 +96,21 @@ def test_a_missing_run_command_is_said_not_faked():
     assert "compute, no stage, no fix (right)" in table
 
 
-def test_a_case_whose_data_cannot_be_made_gets_a_row_saying_why_and_the_rest_still_run(monkeypatch, tmp_path):
-    """On the H200 the GPU build's carry lacked tensorflow_datasets' helpers: make_data.py failed
-    for one case, and the whole benchmark used to stop there with nothing written."""
+def _empty_case(monkeypatch, tmp_path) -> str:
+    """A case folder in tmp_path with empty files, where run_scripts looks for the cases."""
     case = CASES[0]
     monkeypatch.setattr(run_scripts, "CASES", str(tmp_path))
     os.makedirs(tmp_path / case)
     for name in ("train.py", "builder.py"):
         (tmp_path / case / name).write_text("")
     (tmp_path / case / "source.json").write_text("{}")
+    return case
+
+
+def test_a_case_whose_data_cannot_be_made_gets_a_row_saying_why_and_the_rest_still_run(monkeypatch, tmp_path):
+    """On the H200 the GPU build's carry lacked tensorflow_datasets' helpers: make_data.py failed
+    for one case, and the whole benchmark used to stop there with nothing written."""
+    case = _empty_case(monkeypatch, tmp_path)
     monkeypatch.setattr(run_scripts, "describe", lambda builder: {"expected": {"bottleneck": "input", "stage": None}})
 
     def no_data(case_, root):
@@ -146,15 +152,10 @@ def test_make_data_says_how_to_run_the_script_inside_its_root(tmp_path):
 
 
 def test_a_script_whose_loop_differs_is_judged_on_its_own_answer(monkeypatch, tmp_path):
-    """The custom-training walkthrough: its builder form repeat()s (compute), its script makes a new
-    iterator every 9-batch epoch (input at the epoch starts): `pipediag run` is judged against the
-    builder's RUN_EXPECTED, and the two forms are not expected to agree."""
-    case = CASES[0]
-    monkeypatch.setattr(run_scripts, "CASES", str(tmp_path))
-    os.makedirs(tmp_path / case)
-    for name in ("train.py", "builder.py"):
-        (tmp_path / case / name).write_text("")
-    (tmp_path / case / "source.json").write_text("{}")
+    """The 2021 custom-training walkthrough: its builder form repeat()s (compute), its script makes a
+    new iterator every 4-batch epoch (input at the epoch starts): `pipediag run` is judged against
+    the builder's RUN_EXPECTED, and the two forms are not expected to agree."""
+    case = _empty_case(monkeypatch, tmp_path)
     inputs = ["prefetch", "parallel_map", "cache"]
     monkeypatch.setattr(run_scripts, "describe", lambda builder: {
         "expected": {"bottleneck": "compute", "stage": None, "right_fixes": [], "wrong_fixes": inputs},

@@ -23,6 +23,12 @@ from pipediag.run.site import Site
 
 LOOP, DISTRIBUTED, FROM_FUNCTION, FIT = "loop", "distributed", "from_function", "fit"
 
+# Said where the epoch starts are only a note (under 5% of the time: verdict.epoch_starts)
+START_FIX_NOTE = ("what removes it: one iterator kept across epochs (`it = iter(dataset.repeat())` made once, and "
+                  "`next(it)` a known number of steps per epoch; in fit, `dataset.repeat()` with `steps_per_epoch`), "
+                  "or a smaller shuffle buffer (a shuffle refills its whole buffer at each start), with its files or "
+                  "elements shuffled first; not measured by pipediag run")
+
 
 @dataclass(eq=False)
 class Source:
@@ -51,8 +57,7 @@ class Source:
         self.settled_from: int | None = None  # the steps before it left out: the rate after it was stable
         self.cache_pass: int | None = None  # batches in the first pass of a dataset that caches; 0: none, None: not asked
         self.cache_gave_up_s: float | None = None  # that pass's projected seconds, when too long to wait for
-        self.epoch_starts: dict | None = None  # the epoch starts inside the observed steps and their cost
-        self.starts_found: EpochStarts | None = None  # the same, as analysis.epoch_starts found them
+        self.starts_found: EpochStarts | None = None  # the epoch starts inside the observed steps and their cost
 
     @property
     def distributed(self) -> bool:
@@ -198,25 +203,26 @@ class Source:
         found = split_epoch_starts(run.wait_ns, run.step_ns, epochs, earlier_epoch=steps.epoch[:w],
                                    made_ns=steps.made[w:w + run.steps])
         self.starts_found = found
-        self.epoch_starts = {"starts": found.starts, "found": found.found,
-                             "wait_per_start_ms": round(found.wait_per_start_ns / 1e6, 3),
-                             "share": round(found.share, 4), "steps_per_epoch": found.steps_per_epoch,
-                             "steady_wait_median_ms": round(found.steady_wait_median_ns / 1e6, 3)}
         if not found.found:
             if found.starts:
                 return run, (f"{found.starts} epoch start(s) (a new iterator) inside the observed steps: their first "
                              "steps waited no longer than the others",)
             return run, ()
-        self.epoch_starts.update(text=found.text())
         kept = replace(run, wait_ns=without(run.wait_ns, found.start_steps),
                        compute_ns=without(run.compute_ns, found.start_steps))
-        fix = ("what removes it: one iterator kept across epochs (`it = iter(dataset.repeat())` made once, and "
-               "`next(it)` a known number of steps per epoch; in fit, `dataset.repeat()` with `steps_per_epoch`), or a "
-               "smaller shuffle buffer (a shuffle refills its whole buffer at each start), with its files or "
-               "elements shuffled first; not measured by pipediag run")
-        self.epoch_starts.update(fix=fix)
         return kept, (found.text() + f"; those {len(found.start_steps)} start step(s) are left out of the pipeline "
-                      "mode", fix)
+                      "mode", START_FIX_NOTE)
+
+    @property
+    def epoch_starts(self) -> dict | None:
+        """The epoch starts as the JSON's `settings.epoch_starts` (None before the observation ended)."""
+        found = self.starts_found
+        if found is None:
+            return None
+        d = {"starts": found.starts, "found": found.found, "wait_per_start_ms": round(found.wait_per_start_ns / 1e6, 3),
+             "share": round(found.share, 4), "steps_per_epoch": found.steps_per_epoch,
+             "steady_wait_median_ms": round(found.steady_wait_median_ns / 1e6, 3)}
+        return {**d, "text": found.text(), "fix": START_FIX_NOTE} if found.found else d
 
     def after_text(self) -> str | None:
         """The steps after the windows (--then continue), in a sentence."""

@@ -136,7 +136,7 @@ def _settings(session: Session, label: str, training) -> dict:
         "observe_steps": plan.observe_steps,
         "step_budget": None if session.budget is None else {"total": session.budget.total, "how": session.budget.how,
                                                             "fits": session.budget_short is None},
-        "epoch_starts": None if training is None or training.epoch_starts is None else training.epoch_starts,
+        "epoch_starts": None if training is None else training.epoch_starts,
         "then": plan.then,
         "datasets": [{"number": s.number, "site": None if s.site is None else s.site.to_dict(), "kind": s.kind,
                       "batches_taken": s.taken, "iterators": s.iterators} for s in session.sources.values()],

@@ -112,9 +112,10 @@ def _positions(epoch, earlier=()) -> tuple[list[int], list[int]]:
     starts inside the timed steps. Without `earlier`, the first timed step's iterator is taken to
     have started before the timed steps: its steps count as steady, not as starts."""
     position, starts_at = [], []
+    first = epoch[0] if epoch else None
     before = 0  # the first timed step's iterator: its steps before the timed ones
     for e in reversed(earlier):
-        if e != (epoch[0] if epoch else None):
+        if e != first:
             break
         before += 1
     for k, e in enumerate(epoch):

@@ -23,7 +23,7 @@ from pipediag.run.site import Site
 
 LOOP, DISTRIBUTED, FROM_FUNCTION, FIT = "loop", "distributed", "from_function", "fit"
 
-# Said where the epoch starts are only a note (under 5% of the time: verdict.epoch_starts)
+# The epoch starts' remedy in words, for the notes (from 5% of the time it is also a fix: fixes.epoch_starts)
 START_FIX_NOTE = ("what removes it: one iterator kept across epochs (`it = iter(dataset.repeat())` made once, and "
                   "`next(it)` a known number of steps per epoch; in fit, `dataset.repeat()` with `steps_per_epoch`), "
                   "or a smaller shuffle buffer (a shuffle refills its whole buffer at each start), with its files or "

@@ -65,8 +65,10 @@ def replay(path: str, api: dict) -> dict:
         step_accelerators=api["accelerators"](diag.step.devices) if diag.step is not None else (),
         framework=diag.step.framework if diag.step is not None else None,
         slow_stage=None if diag.anatomy is None else diag.anatomy.bottleneck_stage,
-        # only when saved: a tree from before handover_missing existed replays the rest unchanged
-        **({"handover_missing": diag.handover_missing} if getattr(diag, "handover_missing", None) else {}))
+        # only when saved: a tree from before handover_missing (step_xla, step_eager) existed replays the rest unchanged
+        **({"handover_missing": diag.handover_missing} if getattr(diag, "handover_missing", None) else {}),
+        **({"step_xla": diag.step.xla} if getattr(diag.step, "xla", None) is not None else {}),
+        **({"step_eager": diag.step.eager} if getattr(diag.step, "eager", None) is not None else {}))
     verdict, recommendation = conclusion.verdict, conclusion.recommendation
     row["verdict"] = {"bottleneck": verdict.bottleneck, "confidence": verdict.confidence,
                       "headline": verdict.headline, "evidence": list(verdict.evidence)}

@@ -9,6 +9,7 @@ is the other way round: pipediag's own measuring code failed, and says so.
 from __future__ import annotations
 
 import os
+import re
 import sysconfig
 import traceback
 from types import TracebackType
@@ -109,6 +110,21 @@ class MeasurementError(PipediagError):
             "this is a fault in pipediag, not in your code; the diagnosis goes on without this measurement. "
             "Please report it with this message",
         )
+
+
+_FRAME = re.compile(r'File "(.+)", line (\d+)')
+
+
+def error_line(error: BaseException) -> str:
+    """`TypeError: first line of its message`, for a note. An error raised while tf.function
+    traces the user's code ("in user code:", its frames, then the original error's own line)
+    gives that last line, with the user's line it came from."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if lines and lines[0] == "in user code:":
+        frames = [m for m in map(_FRAME.match, lines) if m]
+        where = f" (at {frames[-1].group(1)}:{frames[-1].group(2)})" if frames else ""
+        return f"{lines[-1]}{where}"
+    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
 def _first_line(error: BaseException) -> str:

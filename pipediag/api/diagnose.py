@@ -25,6 +25,7 @@ from pipediag.records.options import RunOptions, run_options
 from pipediag.records.phases import PhaseClock
 from pipediag.records.run import StopRule
 from pipediag.records.stall import RunStalled
+from pipediag.records.step import EagerUse
 from pipediag.results.diagnose import MODE_NAMES, Diagnosis
 from pipediag.samples.environment import collect
 from pipediag.samples.gpu import GpuReader
@@ -150,15 +151,16 @@ def _framework(state: DiagnoseRun) -> str | None:
     return seen
 
 
-def _step_info(step: Step | None, framework: str | None = None):
-    """The step's description with what running it showed: its framework and how it was waited for."""
+def _step_info(step: Step | None, framework: str | None = None, eager: EagerUse | None = None):
+    """The step's description with what running it showed: its framework, how it was waited for,
+    and whether it ran TensorFlow eagerly."""
     if step is None:
         return None
     seen = observed(step)
     if step.observed is None:
-        return step.info
+        return replace(step.info, eager=eager)
     return replace(step.info, framework=seen.framework or framework, sync=seen.sync,
-                   devices=step.info.devices or seen.devices)
+                   devices=step.info.devices or seen.devices, eager=eager)
 
 
 def _framework_notes(framework: str | None, summaries: dict) -> list[str]:
@@ -191,7 +193,7 @@ def conclude_run(state: DiagnoseRun, log, rule: StopRule, batch_size, batch_form
     verdict = recommendation = ablation = None
     if "synthetic" in summaries:
         ablation = _ablation(state, summaries)
-        step_info = _step_info(state.step, framework)
+        step_info = _step_info(state.step, framework, state.eager)
         conclusion = conclude(
             summaries, status_complete=complete, status=_status(state), stages=state.stages, tuning=state.tuning,
             ablation=ablation, candidates=None if state.candidates is None else len(state.candidates),
@@ -201,6 +203,7 @@ def conclude_run(state: DiagnoseRun, log, rule: StopRule, batch_size, batch_form
             ram_budget_bytes=ram_budget_bytes, step_accelerators=accelerators(step_info.devices) if step_info else (),
             framework=framework, slow_stage=None if state.anatomy is None else state.anatomy.bottleneck_stage,
             step_xla=step_info.xla if step_info else None,
+            step_eager=step_info.eager if step_info else None,
         )
         verdict, recommendation = conclusion.verdict, conclusion.recommendation
         notes += list(recommendation.withheld)
@@ -209,7 +212,7 @@ def conclude_run(state: DiagnoseRun, log, rule: StopRule, batch_size, batch_form
         stall=state.stall,
         error=state.failure,
         target=state.target,
-        step=_step_info(state.step, framework),
+        step=_step_info(state.step, framework, state.eager),
         environment=environment,
         element=state.element,
         cardinality=state.cardinality,

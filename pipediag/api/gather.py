@@ -5,13 +5,16 @@ each step adds to a `DiagnoseRun` so that Ctrl-C, a stall or the user's error ke
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipediag import stats
+from pipediag.analysis.eager import eager_use
 from pipediag.analysis.modes import input_side_cpu, summarize
 from pipediag.analysis.regimes import Regimes
-from pipediag.errors import MeasurementError, UserCodeError
+from pipediag.errors import MeasurementError, UserCodeError, error_line
 from pipediag.modes.runner import longer, run_mode
 from pipediag.modes.watchdog import Watchdog
 from pipediag.records.change import Change
@@ -21,6 +24,7 @@ from pipediag.records.options import RunOptions
 from pipediag.records.phases import PhaseClock, mode_phase
 from pipediag.records.run import ModeRun, StopRule
 from pipediag.records.stall import RunStalled, Stalled, StallInfo
+from pipediag.records.step import EagerUse
 from pipediag.samples.sampler import Sampler
 from pipediag.steps.step import Observed, Step
 from pipediag.verdict.edges import Edge, straddling
@@ -50,6 +54,7 @@ class DiagnoseRun:
     stall: StallInfo | None = None  # where the run stalled, if it did
     failure: UserCodeError | None = None  # the user's code raised after some modes were measured
     running: str | None = None  # the mode (or phase) running now, to say where a failure happened
+    eager: EagerUse | None = None  # how the step ran TensorFlow in synthetic mode (None: not watched)
     phases: PhaseClock = field(default_factory=PhaseClock)  # where the wall time went
 
     def __post_init__(self) -> None:
@@ -67,6 +72,22 @@ class Plan:
     anatomy: bool
     thorough: bool
     quick: bool = False  # --quick: the anatomy's short windows too (modes.waterfall.QUICK)
+
+
+# The step wrapped in tf.function is timed over a short window: a compiled step is fast, and its
+# gain over an eager one is large (analysis.eager), far from any line a longer window would settle.
+COMPILED_STEP_MAX_SECONDS = 3.0
+COMPILED_STEP_MIN_SECONDS = 1.0
+
+
+def eager_gradients_counted():
+    """backends.tf.eager_gradients_counted where TensorFlow is imported (it always is with a
+    tf.data pipeline); else a block that counts nothing and yields None."""
+    if "tensorflow" not in sys.modules:
+        return contextlib.nullcontext(None)
+    from pipediag.backends.tf import eager_gradients_counted as counted
+
+    return counted()
 
 
 def observed(step: Step | None) -> Observed:
@@ -100,6 +121,9 @@ class Gathering:
         if not oom:
             with phase("remeasure"):
                 self.measure_edges_again()
+        if not oom and self.wants_compiled_step():
+            with phase("compiled_step"):
+                self.compiled_step()
         # After the re-measure: whether the stages need timing is judged on the modes the verdict uses.
         readable = self.graph is not None or self.prepared.chain is not None  # a graph, or its Dataset objects
         if self.plan.anatomy and readable and "input_only" in self.plan.modes:
@@ -146,8 +170,8 @@ class Gathering:
 
         state = self.state
         settled = settling_warmup(self.clock_ns, self.rule.usual_seconds)
-        synthetic = self.measure("synthetic", self.free_input(), True, first_step_is_compile=True,
-                                 warmup_until=settled, keep_warmup=lambda: settled.settled_since_ns)
+        synthetic = self.measure_synthetic(first_step_is_compile=True, warmup_until=settled,
+                                           keep_warmup=lambda: settled.settled_since_ns)
         warmup_note = settled.note()
         if warmup_note:
             state.notes.append(warmup_note)
@@ -246,6 +270,48 @@ class Gathering:
         run = self.measure("handover_beside_step", self.step_feed(repeated_batch(self.first_batch), keep_first=0),
                            True, mode_rule=short, record=False)
         state.handover = with_beside_step(state.handover, run)
+
+    def compiled_missing(self) -> str | None:
+        """Why the step cannot be timed wrapped in tf.function (fixes.eager says it in the fix's
+        basis), or None where it can."""
+        if self.step.compiled is not None:
+            return None if not self.plan.quick else "--quick measures no fix"
+        return {"keras": "a Keras model compiled with run_eagerly=True: pipediag runs the model as it is compiled",
+                "script_loop": "a script's own loop: pipediag swaps its batches, not its code"}.get(
+            self.step.info.kind, "pipediag cannot wrap this step in tf.function itself")
+
+    def wants_compiled_step(self) -> bool:
+        """An eager TensorFlow step that pipediag can wrap in tf.function, on a verdict so far that
+        the step itself limits (compute or host): what the step runs at compiled is the fix's
+        measure. Not for an input or memory verdict, where a faster step would not train faster,
+        nor under --quick, which measures no fix."""
+        eager = self.state.eager
+        if eager is None or not eager.eager or eager.compiled_missing is not None:
+            return False
+        return self.verdict_so_far().bottleneck in ("compute", "host")
+
+    def compiled_step(self) -> None:
+        """The step wrapped in tf.function by pipediag, timed on synthetic mode's constant batch over
+        a short window (COMPILED_STEP_MAX_SECONDS); a step tf.function cannot trace (a `.numpy()` or
+        a print of a value inside it, a variable made on every call) is said so, and its fix stays
+        unmeasured. The user's model trains on in the wrapped step's few seconds, as it did in
+        synthetic mode."""
+        state, log = self.state, self.sampler.log()
+        self.progress.phase("timing the step wrapped in tf.function")
+        rule = replace(self.rule, max_seconds=min(self.rule.max_seconds, COMPILED_STEP_MAX_SECONDS),
+                       min_seconds=min(self.rule.min_seconds, COMPILED_STEP_MIN_SECONDS), soft_max_seconds=None)
+        eager = summarize(state.runs["synthetic"], log)
+        missing = None
+        try:
+            compiled = self.measure("compiled_step", self.free_input(), True, mode_rule=rule, record=False,
+                                    first_step_is_compile=True, step=self.step.compiled())
+        except UserCodeError as error:
+            missing = f"tf.function could not run it: {error_line(error.error)}"
+            compiled = None
+        if compiled is not None and compiled.error is not None:
+            missing, compiled = f"it stopped: {compiled.error.type}: {compiled.error.message}", None
+        state.eager = eager_use(state.eager.eager_gradients, state.eager.steps, eager,
+                                None if compiled is None else summarize(compiled, self.sampler.log()), missing)
 
     def anatomy(self) -> None:
         """The pipeline timed after each stage, naming the slow stage; a graph it cannot cut is a note.
@@ -490,6 +556,15 @@ class Gathering:
 
         return iterator_text(self.step.strategy)
 
+    def measure_synthetic(self, **kw) -> ModeRun:
+        """Synthetic mode, with the step's eager gradient reads counted over it (state.eager)."""
+        with eager_gradients_counted() as counted:
+            synthetic = self.measure("synthetic", self.free_input(), True, **kw)
+        if counted is not None:
+            self.state.eager = eager_use(counted.calls, synthetic.warmup_steps + synthetic.steps,
+                                         compiled_missing=self.compiled_missing())
+        return synthetic
+
     def free_input(self):
         """Synthetic mode's one batch, handed out forever (on every replica's device under a strategy)."""
         from pipediag.modes.feeds import constant_feed
@@ -501,17 +576,19 @@ class Gathering:
         return constant_feed(self.first_batch, self.step.info.batch_format)
 
     def measure(self, name: str, next_batch, with_step: bool, mode_rule: StopRule | None = None,
-                record: bool = True, **kw) -> ModeRun:
-        """One mode, recorded in the state; an interrupt or stall in it ends the gathering."""
+                record: bool = True, step: Step | None = None, **kw) -> ModeRun:
+        """One mode, recorded in the state; an interrupt or stall in it ends the gathering.
+        `step`: another step than the one under test (the step wrapped in tf.function)."""
         state = self.state
+        step = step or self.step
         self.progress.phase(f"{name} mode")
         state.running = f"{name} mode"
         if with_step:
             self.memory.start()
         # A JAX or PyTorch step runs with one step in flight while the next batch is fetched, as
         # a training loop runs it; the wait is then the part of each fetch the device did not hide.
-        dispatch = self.step.dispatch if with_step else None
-        step_fn = self.step.run if with_step and dispatch is None else None
+        dispatch = step.dispatch if with_step else None
+        step_fn = step.run if with_step and dispatch is None else None
         booked = mode_phase(name, state.phases.current)
         with state.phases.phase(booked):
             try:
@@ -519,7 +596,7 @@ class Gathering:
                     name, next_batch, step_fn, mode_rule or self.rule, clock_ns=self.clock_ns,
                     progress=self.progress.mode, dispatch=dispatch,
                     hideable_ns=self.hideable.get("ns") if dispatch else None, watchdog=self.watchdog,
-                    paused_ns=getattr(self.step, "paused_ns", None) if with_step else None, **kw,
+                    paused_ns=getattr(step, "paused_ns", None) if with_step else None, **kw,
                 )
             finally:
                 self.close_feed(name, next_batch, record)

@@ -7,6 +7,7 @@ install command as its hint.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import re
@@ -95,7 +96,8 @@ with _collections_paused():
 if backends.freeze_imported_objects:
     gc.freeze()
 
-__all__ = ["tf", "keras", "keras_data_adapter", "version", "is_cuda_build", "visible_gpus", "build_info", "xla_jit"]
+__all__ = ["tf", "keras", "keras_data_adapter", "version", "is_cuda_build", "visible_gpus", "build_info", "xla_jit",
+           "eager_gradients_counted"]
 
 
 def version() -> str:
@@ -126,6 +128,40 @@ def xla_jit() -> str:
 
 def visible_gpus() -> list[str]:
     return [d.name for d in tf.config.list_physical_devices("GPU")]
+
+
+class EagerGradients:
+    """How many times `tf.GradientTape.gradient` ran eagerly (outside any tf.function's tracing)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+
+@contextlib.contextmanager
+def eager_gradients_counted():
+    """Counts, inside the block, the `tf.GradientTape.gradient` calls made eagerly, in any thread.
+
+    A training step compiled with tf.function (Keras' own train function included) reads its tape
+    only while it is traced, in graph mode, and never again; an eager step (a custom loop without
+    tf.function, `run_eagerly=True`, `tf.config.run_functions_eagerly(True)`) reads it on every
+    call, op by op from Python. A step of another framework never calls it. The method is wrapped
+    on the public class for the block and put back after; the wrapper costs a Python call per
+    gradient, nothing per step otherwise."""
+    counted = EagerGradients()
+    tape = tf.GradientTape
+    original = tape.__dict__["gradient"]
+
+    @functools.wraps(original)
+    def gradient(self, *args, **kwargs):
+        if tf.executing_eagerly():
+            counted.calls += 1
+        return original(self, *args, **kwargs)
+
+    tape.gradient = gradient
+    try:
+        yield counted
+    finally:
+        tape.gradient = original
 
 
 def keras_data_adapter(dataset):

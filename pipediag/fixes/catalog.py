@@ -16,7 +16,7 @@ FIX_KINDS = (
     "prefetch", "parallel_map", "interleave", "cache", "vectorize_map", "snapshot", "tf_data_service",
     "mixed_precision", "xla", "batch_size", "memory_growth", "threading", "gradient_accumulation", "allocator",
     "shuffle_buffer", "decode_crop", "steps_per_call", "device_prefetch", "batch_format", "cpu_quota",
-    "decode_reduced", "static_batches", "one_iterator",
+    "decode_reduced", "static_batches", "one_iterator", "tf_function",
 )
 
 
@@ -79,6 +79,7 @@ def title(kind: str, stage: str | None, framework: str | None = None, python: bo
         "tf_data_service": "Move preprocessing off this host with tf.data service",
         "mixed_precision": "Train in mixed precision (bfloat16/float16 compute)",
         "xla": "Compile the step with XLA (jit_compile=True)",
+        "tf_function": "Compile the step with tf.function: it runs eagerly, one op at a time from Python",
         "batch_size": "Change the batch size",
         "memory_growth": "Let TensorFlow allocate GPU memory as needed (memory growth)",
         "threading": "Give tf.data more threads than cores for slow reads",

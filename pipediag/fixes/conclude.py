@@ -14,6 +14,7 @@ from pipediag.records.change import Change
 from pipediag.records.container import ContainerLimits
 from pipediag.records.kinds import FAILED, INTERRUPTED, STALLED
 from pipediag.records.stage import Stage
+from pipediag.records.step import EagerUse
 from pipediag.records.verdict import Verdict
 from pipediag.verdict.devices import with_device_lines
 from pipediag.verdict.rules import decide, nothing_left_to_change
@@ -34,14 +35,16 @@ def conclude(summaries: dict[str, Any], *, status_complete: bool, status: str, s
              tuning: Sequence[Change], ablation, candidates: int | None, handover, container: ContainerLimits | None,
              gpus_present: bool, tf_gpu_without_memory_growth: bool, ram_budget_bytes: int | None,
              step_accelerators: tuple[str, ...], framework: str | None, slow_stage: str | None,
-             handover_missing: str | None = None, step_xla: bool | None = None) -> Conclusion:
+             handover_missing: str | None = None, step_xla: bool | None = None,
+             step_eager: EagerUse | None = None) -> Conclusion:
     """The verdict (rules, then the notes that depend on the run: an incomplete run's low
     confidence, nothing left to change on the input side, the accelerators' lines) and the fixes.
     `summaries` must hold the synthetic mode's. `candidates`: how many changes the tuning rules
     planned (None: tuning was not planned). `step_accelerators`: the devices that did the step's work
     (steps.placement.accelerators of the step's devices; empty without a step). `handover_missing`:
     why the hand-over could not be timed, when pipediag's own measurement of it failed. `step_xla`:
-    whether the step is compiled with XLA already (StepInfo.xla)."""
+    whether the step is compiled with XLA already (StepInfo.xla). `step_eager`: how the step ran
+    TensorFlow in synthetic mode (StepInfo.eager)."""
     verdict = decide(summaries, gpu_expected=gpus_present, buffers=shuffle_buffers(stages),
                      ram_budget_bytes=ram_budget_bytes, handover=handover, container=container,
                      handover_missing=handover_missing)
@@ -54,6 +57,6 @@ def conclude(summaries: dict[str, Any], *, status_complete: bool, status: str, s
     recommendation = recommend(
         verdict, summaries, list(tuning), ablation=ablation, gpu_present=gpus_present,
         tf_gpu_without_memory_growth=tf_gpu_without_memory_growth, framework=framework, stages=stages,
-        slow_stage=slow_stage, container=container, step_xla=step_xla,
+        slow_stage=slow_stage, container=container, step_xla=step_xla, step_eager=step_eager,
     )
     return Conclusion(verdict, recommendation)

@@ -34,6 +34,7 @@ from pipediag.analysis.modes import ModeSummary
 from pipediag.fixes import catalog
 from pipediag.fixes.cpu import cores_needed
 from pipediag.fixes.device_copy import copy_in_line_basis
+from pipediag.fixes.eager import compiled_step_advice
 from pipediag.fixes.measured import Measured, alone_basis, interval_text, measure_changes, under_contention
 from pipediag.fixes.service import service_basis
 from pipediag.records.change import Change
@@ -41,6 +42,7 @@ from pipediag.records.container import ContainerLimits
 from pipediag.records.kinds import FixKind
 from pipediag.records.record import DictRecord
 from pipediag.records.stage import Stage
+from pipediag.records.step import EagerUse
 from pipediag.records.verdict import (
     GPU_LIMIT_MEMORY_BANDWIDTH,
     GPU_LIMIT_SMALL_KERNELS,
@@ -102,19 +104,22 @@ def recommend(
     slow_stage: str | None = None,
     container: ContainerLimits | None = None,
     step_xla: bool | None = None,
+    step_eager: EagerUse | None = None,
 ) -> Recommendation:
     """`framework`: the step's (jax, torch, tensorflow), so fixes to the step are written for it.
     `slow_stage`: the stage the anatomy found slowest (its label), if it named one.
     `container`: this process's CPU and memory limits; a mode that ran at its CPU quota gets
     the fix that raises it (or moves the work off the host). `step_xla`: the step is compiled with
-    XLA already (True), or not (False), or unknown (None): XLA is not offered to a step that has it."""
+    XLA already (True), or not (False), or unknown (None): XLA is not offered to a step that has it.
+    `step_eager`: how a TensorFlow step ran in synthetic mode; an eager one that limits training
+    (compute, host) gets tf.function first, in place of XLA (fixes.eager)."""
     fw = framework if framework in ("jax", "torch") else "tensorflow"
     m = measure_changes(verdict, modes, changes, ablation)
     if verdict.bottleneck == "memory" and verdict.facts.get("memory_source") == MEMORY_SOURCE_BUFFERS:
         # More buffers (prefetch, parallel calls, a cache) are the wrong way: whatever the tuned
         # mode gained in speed is not the problem here.
         return Recommendation(tuple(_buffer_fixes(verdict, stages)), tuple(m.applied), tuple(m.withheld))
-    tried = tuple(m.applied)
+    tried, withheld = tuple(m.applied), ()
     if verdict.bottleneck == "input" or m.measured:
         fixes, tried = _measured_fixes(verdict, m, changes, modes, stages, slow_stage, scale_command)
     elif verdict.bottleneck == "memory":
@@ -122,9 +127,9 @@ def recommend(
     elif verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
         fixes = _handover_fixes(verdict, fw, stages)
     elif verdict.bottleneck == "host":
-        fixes = _host_fixes(verdict, fw, step_xla)
+        fixes, withheld = _compiled_first(_host_fixes(verdict, fw, step_xla), step_eager, fw)
     elif verdict.bottleneck == "compute":
-        fixes = _compute_fixes(verdict, fw, gpu_present, step_xla)
+        fixes, withheld = _compiled_first(_compute_fixes(verdict, fw, gpu_present, step_xla), step_eager, fw)
     else:
         fixes = []
     if m.measured and verdict.bottleneck == "host" and verdict.facts.get("host_limit") == HOST_LIMIT_HANDOVER:
@@ -135,7 +140,19 @@ def recommend(
     quota = _quota_fix(verdict, modes, container, scale_command)
     if quota is not None:
         fixes.append(quota)
-    return Recommendation(tuple(under_contention(fixes, verdict)), tried, tuple(m.withheld))
+    return Recommendation(tuple(under_contention(fixes, verdict)), tried, tuple(m.withheld) + withheld)
+
+
+def _compiled_first(fixes: list[Fix], eager: EagerUse | None, fw: str) -> tuple[list[Fix], tuple[str, ...]]:
+    """A TensorFlow step that ran eagerly: tf.function first, and no XLA (it compiles a graph that
+    tf.function makes), or, where wrapping it measured no gain, a note and the fixes as they were."""
+    advice = compiled_step_advice(eager) if fw == "tensorflow" else None
+    if advice is None:
+        return fixes, ()
+    if not advice.offered:
+        return fixes, (advice.basis,)
+    first = _fix("tf_function", None, advice.basis, speedup=advice.speedup, ci=advice.speedup_ci)
+    return [first] + [f for f in fixes if f.kind != "xla"], ()
 
 
 def _buffer_fixes(verdict: Verdict, stages: Sequence[Stage]) -> list[Fix]:

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-STEP_KINDS = ("mixed_precision", "xla", "gradient_accumulation", "allocator", "steps_per_call", "device_prefetch")
+STEP_KINDS = ("tf_function", "mixed_precision", "xla", "gradient_accumulation", "allocator", "steps_per_call",
+              "device_prefetch")
 
 
 def step_code(kind: str, framework: str | None) -> str:
     """The change to the training step, written for its framework (jax, torch, else TensorFlow/Keras)."""
+    if kind == "tf_function":
+        return (
+            "@tf.function  # traced once: later calls run a graph, not op by op\n"
+            "def train_step(x, y):\n"
+            "    with tf.GradientTape() as tape:\n"
+            "        loss = loss_fn(y, model(x, training=True))\n"
+            "    grads = tape.gradient(loss, model.trainable_variables)\n"
+            "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+            "    return loss\n"
+            "# keep .numpy() and print() out of it; jit_compile=True adds XLA\n"
+            "# Keras fit: leave out run_eagerly=True"
+        )
     if kind == "mixed_precision":
         if framework == "jax":
             return (

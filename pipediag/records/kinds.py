@@ -35,7 +35,7 @@ ROUND_CAP = "round_cap"
 FixKind = Literal[
     "snapshot", "decode_crop", "batch_size", "gradient_accumulation", "mixed_precision", "allocator",
     "memory_growth", "xla", "cpu_quota", "steps_per_call", "device_prefetch", "batch_format", "vectorize_map",
-    "shuffle_buffer", "tf_data_service", "decode_reduced", "static_batches", "one_iterator",
+    "shuffle_buffer", "tf_data_service", "decode_reduced", "static_batches", "one_iterator", "tf_function",
 ]
 ChangeKind = Literal[
     "parallel_map", "interleave", "decode_crop", "cache", "prefetch", "threading", "vectorize_map", "snapshot",

@@ -25,6 +25,7 @@ PHASE_LABELS = {
     "handover": "hand-over",
     "anatomy": "anatomy",
     "remeasure": "re-measure",  # synthetic and pipeline again, near a threshold
+    "compiled_step": "step in tf.function",  # an eager step wrapped in tf.function (api.gather.compiled_step)
     "tuning_plan": "tuning plan",
     "variant_builds": "variant builds",  # the tuned variants' graphs rebuilt, caches filled, outputs checked
     "control": "control",
@@ -36,9 +37,10 @@ PHASE_LABELS = {
 
 def mode_phase(mode: str, enclosing: str | None) -> str:
     """The phase a mode's run is booked to: its own, "control" for the control runs, "ablation"
-    for a change alone or all but one, "remeasure" for the runs repeated near a threshold, and
-    "handover" for the ready batch handed over beside the step."""
-    if enclosing in ("remeasure", "handover"):
+    for a change alone or all but one, "remeasure" for the runs repeated near a threshold,
+    "handover" for the ready batch handed over beside the step, and "compiled_step" for an eager
+    step wrapped in tf.function."""
+    if enclosing in ("remeasure", "handover", "compiled_step"):
         return enclosing
     if mode.startswith("control"):
         return "control"

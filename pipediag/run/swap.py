@@ -119,7 +119,7 @@ class Windows(Gathering):
     def run(self, builder=None) -> None:
         self.prepare_windows()
         try:
-            self.measure("synthetic", self.free_input(), True)
+            self.measure_synthetic()
         except OutOfSteps as short:
             self.state.notes.insert(0, f"the synthetic window was not run: the script had {short.left} step(s) left on "
                                        f"its training dataset, a window needs {short.needed}: no verdict")

@@ -41,6 +41,10 @@ class Step:
     # Keras' validation or an epoch's end between two window steps: run.swap.Handoff): kept out of
     # the step times and of the mode's time cap. None: every moment of a step is the step.
     paused_ns: Callable[[], int] | None = None
+    # The same step wrapped in tf.function by pipediag, made on demand: what an eager step
+    # (records.step.EagerUse) runs at compiled. None where pipediag cannot wrap it (a Keras model,
+    # a script's loop, a step fed NumPy or DLPack batches, a distributed step).
+    compiled: Callable[[], Step] | None = None
 
     def described(self) -> StepInfo:
         """The description with what running it showed: its framework and how it was waited for."""

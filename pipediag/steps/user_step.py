@@ -91,6 +91,11 @@ def user_step(fn: Any, label: str, batch_format: str) -> Step:
     def run(batch: Any) -> Any:
         return dispatch(batch)()
 
+    def compiled() -> Step:
+        from pipediag.backends.tf import tf
+
+        return user_step(tf.function(fn), f"{label}, wrapped in tf.function by pipediag", batch_format)
+
     name = getattr(fn, "__name__", type(fn).__name__)
     return Step(
         run=run,
@@ -105,4 +110,5 @@ def user_step(fn: Any, label: str, batch_format: str) -> Step:
         observed=tracker.observed,
         dispatch=dispatch,
         strategy=strategy,
+        compiled=compiled if batch_format == "tf" and strategy is None else None,
     )

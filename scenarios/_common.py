@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 # Fix kinds that change the step, not the input: wrong for an input-bound pipeline.
-STEP_FIXES = ("xla", "mixed_precision", "batch_size", "memory_growth")
+STEP_FIXES = ("tf_function", "xla", "mixed_precision", "batch_size", "memory_growth")
 # Fix kinds that change the input pipeline: wrong when the step is the limit.
 INPUT_FIXES = (
     "prefetch", "parallel_map", "interleave", "cache", "vectorize_map", "snapshot", "tf_data_service", "threading",

@@ -38,9 +38,3 @@ def test_a_step_tf_function_cannot_trace_gets_the_fix_unmeasured_with_the_line_t
     assert "numpy" in fix.basis and "pipelines.py:" in fix.basis, fix.basis
     assert d.status == "complete"  # the user's step failing inside pipediag's wrapper is no failure of theirs
 
-
-def test_a_compiled_step_is_not_eager_and_gets_no_tf_function_fix():
-    d = pipediag.diagnose(P.one_batch_repeated, step=P.compiled_step(), stop_rule=STRUCTURE)
-    assert d.step.eager is not None and not d.step.eager.eager and d.step.eager.eager_gradients == 0
-    assert "tf_function" not in [f.kind for f in d.fixes]
-    assert not any(p.name == "compiled_step" for p in d.phases)

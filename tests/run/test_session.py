@@ -51,6 +51,11 @@ def test_an_eager_loop_is_observed_swapped_and_found_input_bound(tmp_path):
     assert d.runs["synthetic"].steps >= 5 and d.runs["pipeline"].steps >= 8
     # a 20 ms sleep per batch against a sub-millisecond step: far from any threshold
     assert d.verdict.bottleneck == "input", (d.verdict, {n: m.batches_per_sec for n, m in d.modes.items()})
+    # the loop's tape, read eagerly in the main thread, counted from the windows' thread; an input
+    # verdict gets no tf_function fix (a faster step would not train faster)
+    eager = d.step.eager
+    assert eager is not None and eager.eager and eager.compiled_missing.startswith("a script's own loop"), eager
+    assert "tf_function" not in [f.kind for f in d.fixes]
     site = d.settings["dataset_site"]
     assert site["file"] == path and site["function"] == "make_dataset"
     assert d.settings["hook"] == "loop"

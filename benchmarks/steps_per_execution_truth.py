@@ -3,12 +3,16 @@ answer for a builder whose script hands each batch to `fit` through a tf.distrib
 `steps_per_call` fix of a host verdict at the hand-over).
 
     python benchmarks/steps_per_execution_truth.py scenarios/scripts/CASE/builder.py [--steps 240] [--rounds 5] [--k 8]
+        [--warmup-steps 600]
 
 The builder gives `make_dataset()` (repeated) and `make_model()` (compiled; under its strategy's
 scope where it has one). Two models are made: one as the builder compiles it (steps_per_execution
 1) and one given `--k` steps per execution (`model.steps_per_execution`, which `make_train_function`
-reads, set before the first `fit`). After one warm-up `fit` of each (the trace), alternating rounds
-time `fit(ds, epochs=1, steps_per_epoch=--steps, verbose=0)` of each. Prints seconds per round and
+reads, set before the first `fit`). After one warm-up `fit` of each over `--warmup-steps` (the
+trace, and a pipeline's cache completed: a cache() whose first pass is cut short is not kept, and
+every later iterator would fill it again), alternating rounds time `fit(ds, epochs=1,
+steps_per_epoch=--steps, verbose=0)` of each; each `fit` makes a new iterator, as each of a
+script's epochs does. Prints seconds per round and
 the 1-step/k-step ratio per round and of the medians. Nothing pipediag's runs through it; hold
 /tmp/cpu.lock around it on a shared machine (`flock /tmp/cpu.lock ...`).
 """
@@ -37,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=240)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--k", type=int, default=8)
+    parser.add_argument("--warmup-steps", type=int, default=600)
     args = parser.parse_args(argv)
     module = load(args.builder)
     ds = module.make_dataset()
@@ -44,17 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     several.steps_per_execution = args.k
     models = {"1 step per call": one, f"{args.k} steps per call": several}
 
-    def timed(model) -> float:
+    def timed(model, steps: int) -> float:
         t = time.perf_counter()
-        model.fit(ds, epochs=1, steps_per_epoch=args.steps, verbose=0)
+        model.fit(ds, epochs=1, steps_per_epoch=steps, verbose=0)
         return time.perf_counter() - t
 
     for model in models.values():  # warm-up: the trace, the cache's first pass
-        timed(model)
+        timed(model, args.warmup_steps)
     seconds: dict[str, list[float]] = {name: [] for name in models}
     for _ in range(args.rounds):
         for name, model in models.items():
-            seconds[name].append(timed(model))
+            seconds[name].append(timed(model, args.steps))
     print(f"{args.builder}: fit over {args.steps} steps a round, {args.rounds} rounds")
     for name, values in seconds.items():
         print(f"  {name}: {' '.join(f'{v:.3f}' for v in values)} s (median {statistics.median(values):.3f}, "

@@ -15,7 +15,6 @@ hold /tmp/cpu.lock around it on a shared machine (`flock /tmp/cpu.lock ...`).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
@@ -23,13 +22,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-def load(path: str):
-    spec = importlib.util.spec_from_file_location("eager_step_builder", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    spec.loader.exec_module(module)
-    return module
+from accuracy import load_scenario  # noqa: E402  (the same import rules as the benchmark)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import tensorflow as tf
 
-    module = load(args.builder)
+    module = load_scenario(args.builder)
     batch = next(iter(module.make_dataset()))
     ways = {"eager (as written)": module.make_step(), "in tf.function": tf.function(module.make_step())}
 

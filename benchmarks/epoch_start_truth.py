@@ -15,19 +15,14 @@ runs through it; hold /tmp/cpu.lock around it on a shared machine (`flock /tmp/c
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-def load(path: str):
-    spec = importlib.util.spec_from_file_location("epoch_start_builder", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    spec.loader.exec_module(module)
-    return module
+from accuracy import load_scenario  # noqa: E402  (the same import rules as the benchmark)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
-    module = load(args.builder)
+    module = load_scenario(args.builder)
     ds, step = module.make_epoch_dataset(), module.make_step()
     per_epoch_batches = sum(1 for _ in ds)
     batch = next(iter(ds))

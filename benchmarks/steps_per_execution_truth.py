@@ -20,19 +20,14 @@ the 1-step/k-step ratio per round and of the medians. Nothing pipediag's runs th
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-def load(path: str):
-    spec = importlib.util.spec_from_file_location("steps_per_execution_builder", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    spec.loader.exec_module(module)
-    return module
+from accuracy import load_scenario  # noqa: E402  (the same import rules as the benchmark)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--warmup-steps", type=int, default=600)
     args = parser.parse_args(argv)
-    module = load(args.builder)
+    module = load_scenario(args.builder)
     ds = module.make_dataset()
     one, several = module.make_model(), module.make_model()
     several.steps_per_execution = args.k

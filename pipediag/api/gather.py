@@ -296,11 +296,10 @@ class Gathering:
         a print of a value inside it, a variable made on every call) is said so, and its fix stays
         unmeasured. The user's model trains on in the wrapped step's few seconds, as it did in
         synthetic mode."""
-        state, log = self.state, self.sampler.log()
+        state = self.state
         self.progress.phase("timing the step wrapped in tf.function")
         rule = replace(self.rule, max_seconds=min(self.rule.max_seconds, COMPILED_STEP_MAX_SECONDS),
                        min_seconds=min(self.rule.min_seconds, COMPILED_STEP_MIN_SECONDS), soft_max_seconds=None)
-        eager = summarize(state.runs["synthetic"], log)
         missing = None
         try:
             compiled = self.measure("compiled_step", self.free_input(), True, mode_rule=rule, record=False,
@@ -310,8 +309,9 @@ class Gathering:
             compiled = None
         if compiled is not None and compiled.error is not None:
             missing, compiled = f"it stopped: {compiled.error.type}: {compiled.error.message}", None
-        state.eager = eager_use(state.eager.eager_gradients, state.eager.steps, eager,
-                                None if compiled is None else summarize(compiled, self.sampler.log()), missing)
+        log = self.sampler.log()  # one snapshot, after both windows: it holds the samples of each
+        state.eager = eager_use(state.eager.eager_gradients, state.eager.steps, summarize(state.runs["synthetic"], log),
+                                None if compiled is None else summarize(compiled, log), missing)
 
     def anatomy(self) -> None:
         """The pipeline timed after each stage, naming the slow stage; a graph it cannot cut is a note.

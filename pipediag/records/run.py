@@ -40,7 +40,11 @@ class StopRule:
     warmup_max_seconds: float = 30.0  # a first-epoch cache fill may need longer than a few steps
     rel_half_width: float = 0.05
     mean_rel_half_width: float = 0.10
-    decide_min_seconds: float = 0.75
+    # 0.5 s since 2026-12-07, as --quick's (api.finish), from 0.75: replayed on the step times of 375
+    # saved pipeline and input_only runs that stopped decided (accuracy runs 40-45, two timing runs),
+    # the same test from 0.5 s put every reading on the side the whole window did, and stopped
+    # 0.20 s sooner a run (benchmarks/decide_floor_replay.py; from 0.75 s it found the stops as run).
+    decide_min_seconds: float = 0.5
     # A decision may come after this many timed steps (20 steps of a 0.43-s pipeline were 9 s of
     # each mode, whose slowdown read 29x against a 1.15x line). Pipeline mode's own test needs 12:
     # the wait share over the window's second half needs 3 batch means of 2 steps.

@@ -5,7 +5,7 @@ least `min_seconds` (2 s) each. That is what a mode needs on its own; the verdic
 compares the modes' rates and the fed step's wait with a few lines (verdict.thresholds). Once
 synthetic mode has been measured, pipeline and input_only modes are compared with it as they run,
 and each stops as soon as every line that decides the verdict is clear of the reading's interval,
-after `decide_min_seconds` (0.75 s) and `decide_min_steps` (10; 12 for pipeline mode, whose wait
+after `decide_min_seconds` (0.5 s) and `decide_min_steps` (10; 12 for pipeline mode, whose wait
 share over the window's second half needs three batch means of two steps); a reading near a line measures on to the
 mode's own rule, as before (issue 26: measure longer only near a line).
 

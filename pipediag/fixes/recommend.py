@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipediag.analysis.ablation import MIN_GAIN, Ablation
 from pipediag.analysis.buffers import SUGGESTED_BUFFER_SHARE, BufferEstimate, shuffle_buffers
@@ -55,6 +55,16 @@ from pipediag.verdict.handover_edge import HOST_LIMIT_HANDOVER
 __all__ = ["COMPUTE_BASIS", "MIN_GAIN", "Fix", "Recommendation", "recommend"]
 
 COMPUTE_BASIS = "not measured: the step is the limit, not the input; input changes will not help"
+STEPS_PER_CALL_BASIS = ("not measured: the host's work for each call of the compiled step (dispatch, launches, "
+                        "reading its results) is paid once for several batches")
+STEPS_PER_CALL_AFTER_TF_FUNCTION = ("not measured; after tf_function, which makes the step a compiled call: the "
+                                    "host's work for each call (dispatch, launches, reading its results) is then "
+                                    "paid once for several batches")
+STEPS_PER_CALL_LOOP_CODE = ("model.compile(..., steps_per_execution=8)  # Keras fit: 8 batches per compiled call\n"
+                            "@tf.function  # a loop of your own: several steps per call, the iterator read inside it\n"
+                            "def train_steps(iterator, steps):\n"
+                            "    for _ in tf.range(steps):\n"
+                            "        train_step(next(iterator))")
 
 
 @dataclass(frozen=True)
@@ -152,7 +162,15 @@ def _compiled_first(fixes: list[Fix], eager: EagerUse | None, fw: str) -> tuple[
     if not advice.offered:
         return fixes, (advice.basis,)
     first = _fix("tf_function", None, advice.basis, speedup=advice.speedup, ci=advice.speedup_ci)
-    return [first] + [f for f in fixes if f.kind != "xla"], ()
+    return [first] + [_after_tf_function(f) for f in fixes if f.kind != "xla"], ()
+
+
+def _after_tf_function(fix: Fix) -> Fix:
+    """A fix given after tf_function that needs the compiled step it makes: an eager step has no
+    compiled call to give several batches yet, so its basis says the order."""
+    if fix.kind != "steps_per_call":
+        return fix
+    return replace(fix, basis=STEPS_PER_CALL_AFTER_TF_FUNCTION, code=STEPS_PER_CALL_LOOP_CODE)
 
 
 def _buffer_fixes(verdict: Verdict, stages: Sequence[Stage]) -> list[Fix]:
@@ -260,8 +278,7 @@ def _host_fixes(verdict: Verdict, fw: str, step_xla: bool | None) -> list[Fix]:
            "spread the per-step overhead")
     fixes = [_fix("batch_size", None, why, code="ds = ds.batch(2 * BATCH_SIZE)")]
     if not small_kernels:
-        fixes.append(_fix("steps_per_call", None, "not measured: the host's work for each call of the compiled "
-                          "step (dispatch, launches, reading its results) is paid once for several batches"
+        fixes.append(_fix("steps_per_call", None, STEPS_PER_CALL_BASIS
                           + (" (the step is compiled with XLA already)" if step_xla else ""), framework=fw))
     if not step_xla:
         fixes.append(_fix("xla", None, "not measured: fuses the step into fewer, larger kernel launches", framework=fw))

@@ -61,6 +61,19 @@ def test_a_host_bound_eager_step_gets_it_first_too():
     assert rec.fixes[0].kind == "tf_function" and "xla" not in [f.kind for f in rec.fixes]
 
 
+def test_several_steps_per_call_come_after_tf_function_for_an_eager_step():
+    """An eager step has no compiled call yet: the fix says it comes after tf_function, and gives
+    a loop of one's own its form beside Keras' (a custom training loop has no model.compile)."""
+    eager = recommend(verdict("host"), modes(), [], gpu_present=True, step_eager=MEASURED)
+    [fix] = [f for f in eager.fixes if f.kind == "steps_per_call"]
+    assert fix.basis.startswith("not measured; after tf_function, which makes the step a compiled call")
+    assert "steps_per_execution=8" in fix.code and "for _ in tf.range(steps):" in fix.code
+    compiled = recommend(verdict("host"), modes(), [], gpu_present=True, step_eager=EagerUse(0, 133))
+    [fix] = [f for f in compiled.fixes if f.kind == "steps_per_call"]
+    assert fix.basis.startswith("not measured: the host's work for each call of the compiled step")
+    assert "tf.range" not in fix.code
+
+
 def test_unmeasured_it_says_why():
     use = EagerUse(40, 40, compiled_missing="a script's own loop: pipediag swaps its batches, not its code")
     rec = recommend(verdict("compute"), modes(), [], gpu_present=False, step_eager=use)

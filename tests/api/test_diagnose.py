@@ -24,6 +24,8 @@ def test_serial_map_is_input_bound_with_a_measured_parallel_map_fix(quick_rule):
     assert d.verdict.bottleneck == "input", d.verdict
     # a tf.function step reads no tape eagerly (tests/api/test_eager.py: one that does)
     assert d.step.eager is not None and not d.step.eager.eager and d.step.eager.eager_gradients == 0
+    assert "tf_function" not in [f.kind for f in d.fixes]
+    assert not any(p.name == "compiled_step" for p in d.phases)  # no wrapped step timed for a compiled one
     fix = next(f for f in d.fixes if f.kind == "parallel_map")
     assert fix.stage == "map(slow_read)"
     assert fix.measured_speedup > 1.5, fix  # sleeping reads: parallel calls overlap the sleeps
